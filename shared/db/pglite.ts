@@ -1,0 +1,36 @@
+import { PGlite } from "@electric-sql/pglite";
+import type { Database, Queryable, QueryResult, Transaction } from "./port.js";
+
+/**
+ * `Database` over PGlite: PostgreSQL compiled to WebAssembly, in this process. It is the embedded
+ * default, so a newcomer needs no server. `dataDir` persists to disk; `undefined` keeps it in memory.
+ * PGlite has one connection: transactions run one at a time, which keeps SKIP LOCKED trivially right.
+ */
+export async function openPglite(dataDir?: string): Promise<Database> {
+  const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+
+  const wrap = (runner: Pick<PGlite, "query">): Queryable => ({
+    async query<R>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
+      const result = await runner.query<R>(text, values as unknown[]);
+      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+    },
+  });
+  const top = wrap(db);
+
+  return {
+    kind: "pglite",
+    query: top.query,
+    transaction: (fn) =>
+      db.transaction((tx) => {
+        const handle: Transaction = { ...wrap(tx), exec: async (script) => { await tx.exec(script); } };
+        return fn(handle);
+      }),
+    async listen(channel, onNotify) {
+      const unsubscribe = await db.listen(channel, onNotify);
+      return async () => { await unsubscribe(); };
+    },
+    async close() {
+      if (!db.closed) await db.close();
+    },
+  };
+}

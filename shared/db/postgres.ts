@@ -1,0 +1,70 @@
+import pg from "pg";
+import type { Database, QueryResult, Transaction } from "./port.js";
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Pool size. Default: 10. */
+  max?: number;
+  /** How long to wait for a connection before failing. Default: 5000 ms. */
+  connectionTimeoutMillis?: number;
+}
+
+/** `Database` over a `pg.Pool`: for a PostgreSQL server given by `DATABASE_URL`. */
+export function openPostgres(options: PostgresOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5000,
+  });
+  // An idle client losing its connection (server restart) must not crash the process.
+  pool.on("error", () => {});
+
+  const query = async <R>(text: string, values?: unknown[]): Promise<QueryResult<R>> => {
+    const result = await pool.query(text, values as unknown[]);
+    return { rows: result.rows as R[], rowCount: result.rowCount };
+  };
+
+  return {
+    kind: "postgres",
+    query,
+    async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query("BEGIN");
+        const tx: Transaction = {
+          query: async <R>(text: string, values?: unknown[]) => {
+            const r = await client.query(text, values as unknown[]);
+            return { rows: r.rows as R[], rowCount: r.rowCount };
+          },
+          exec: async (script) => { await client.query(script); },
+        };
+        const result = await fn(tx);
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => { broken = true; });
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async listen(channel, onNotify) {
+      const client = await pool.connect();
+      client.on("error", () => {});
+      const handler = (msg: pg.Notification) => {
+        if (msg.channel === channel) onNotify(msg.payload ?? "");
+      };
+      client.on("notification", handler);
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      return async () => {
+        client.off("notification", handler);
+        await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        client.release();
+      };
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * One database test suite, two backends. `describeEachBackend` runs the same tests against the
+ * embedded PGlite and against a real PostgreSQL server, each on a fresh, migrated database.
+ *
+ * PostgreSQL comes from TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * Where no server answers, its half is skipped with a loud message, except under CI=true, where
+ * a missing server is a failure: CI must run them all.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe } from "vitest";
+import { openDatabase } from "../../shared/db/open.js";
+import type { Database } from "../../shared/db/port.js";
+
+export type BackendName = "pglite" | "postgres";
+
+export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+let serverProbe: Promise<boolean> | undefined;
+
+/** Whether a PostgreSQL server answers at ADMIN_URL (asked once per test file). */
+export function postgresAvailable(): Promise<boolean> {
+  serverProbe ??= (async () => {
+    const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      await client.query("SELECT 1");
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return serverProbe;
+}
+
+const serverUp = await postgresAvailable();
+if (!serverUp) {
+  const msg = `PostgreSQL is not answering at ${ADMIN_URL}: the postgres half of the DB suite is SKIPPED (only PGlite runs).`;
+  if (process.env.CI) throw new Error(`${msg} CI must run both backends; start the server first.`);
+  console.warn(`\n!!! ${msg}\n`);
+}
+
+/** A fresh, migrated database on a server: its URL, and a function that drops it. */
+export async function createServerDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `wh_test_${randomBytes(6).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** Opens a fresh migrated database on `backend`; `close` also drops a server database. */
+export async function openTestDatabase(backend: BackendName, poolSize = 10): Promise<{ db: Database; url?: string; close: () => Promise<void> }> {
+  if (backend === "pglite") {
+    const db = await openDatabase({ dataDir: "memory://" });
+    return { db, close: () => db.close() };
+  }
+  const { url, drop } = await createServerDatabase();
+  const db = await openDatabase({ databaseUrl: url, poolSize });
+  return { db, url, close: async () => { await db.close(); await drop(); } };
+}
+
+export interface BackendContext {
+  /** The database of this describe block (fresh and migrated in beforeAll). */
+  readonly db: Database;
+  readonly backend: BackendName;
+  /** The server URL of this database (postgres backend only). */
+  readonly url: string | undefined;
+}
+
+/**
+ * `describe(title)` once per backend, with a fresh database for the block.
+ * @example
+ * describeEachBackend("enqueue", (ctx) => {
+ *   it("fans out", async () => { await ctx.db.query("SELECT 1"); });
+ * });
+ */
+export function describeEachBackend(title: string, body: (ctx: BackendContext) => void, options: { poolSize?: number } = {}): void {
+  for (const backend of ["pglite", "postgres"] as const) {
+    const skip = backend === "postgres" && !serverUp;
+    const block = skip ? describe.skip : describe;
+    block(`${title} [${backend}]`, () => {
+      let opened: Awaited<ReturnType<typeof openTestDatabase>> | undefined;
+      const ctx: BackendContext = {
+        get db() {
+          if (!opened) throw new Error("database not open yet: use ctx.db inside tests or hooks");
+          return opened.db;
+        },
+        backend,
+        get url() { return opened?.url; },
+      };
+      beforeAll(async () => { opened = await openTestDatabase(backend, options.poolSize); }, 60_000);
+      afterAll(async () => { await opened?.close(); });
+      body(ctx);
+    });
+  }
+}
