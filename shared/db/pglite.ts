@@ -1,3 +1,4 @@
+import { mkdir } from "node:fs/promises";
 import { PGlite } from "@electric-sql/pglite";
 import type { Database, Queryable, QueryResult, Transaction } from "./port.js";
 
@@ -7,6 +8,7 @@ import type { Database, Queryable, QueryResult, Transaction } from "./port.js";
  * PGlite has one connection: transactions run one at a time, which keeps SKIP LOCKED trivially right.
  */
 export async function openPglite(dataDir?: string): Promise<Database> {
+  if (dataDir) await mkdir(dataDir, { recursive: true });
   const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
 
   const wrap = (runner: Pick<PGlite, "query">): Queryable => ({

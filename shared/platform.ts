@@ -1,0 +1,90 @@
+/**
+ * The local platform assembled: database, routes of every area, background workers.
+ * `npm start` runs it over HTTP; tests start it in-process with their own database.
+ */
+import type { Logger } from "pino";
+import type { Config } from "./config.js";
+import { openDatabase } from "./db/open.js";
+import { isUnavailable, type Database } from "./db/port.js";
+import { HttpError, type Route } from "./server/router.js";
+import { createLogger } from "./telemetry/log.js";
+import { outboundRoutes } from "./server/routes/outbound.js";
+import { inboundRoutes } from "./server/routes/inbound.js";
+import { adminRoutes } from "./server/routes/admin.js";
+
+export interface PlatformContext {
+  config: Config;
+  db: Database;
+  logger: Logger;
+}
+
+/** Something running in the background until stopped (relay, inbox processor, …). */
+export interface BackgroundWorker {
+  readonly name: string;
+  /** Stop claiming; finish or release in-flight work; resolve when done. */
+  stop(): Promise<void>;
+}
+
+export interface Platform extends PlatformContext {
+  routes: Route[];
+  workers: BackgroundWorker[];
+  /** Stops the workers, then closes the database if the platform opened it. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Use this database instead of opening one from the configuration (tests). */
+  db?: Database;
+  logger?: Logger;
+  /** Start the background workers. Default: true. */
+  workers?: boolean;
+}
+
+export async function startPlatform(config: Config, options: StartOptions = {}): Promise<Platform> {
+  const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
+  const ownsDb = !options.db;
+  const db = options.db ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR }));
+  const ctx: PlatformContext = { config, db, logger };
+
+  const routes: Route[] = [
+    {
+      method: "GET",
+      path: "/healthz",
+      auth: "none",
+      handler: async () => {
+        try {
+          await db.query("SELECT 1");
+          return { status: 200, body: { status: "ok", database: db.kind } };
+        } catch {
+          return { status: 503, body: { status: "unavailable", database: db.kind } };
+        }
+      },
+    },
+    ...outboundRoutes(ctx),
+    ...inboundRoutes(ctx),
+    ...adminRoutes(ctx),
+  ];
+
+  const workers: BackgroundWorker[] = [];
+  if (options.workers !== false) {
+    // Each area registers its workers here.
+  }
+
+  return {
+    ...ctx,
+    routes,
+    workers,
+    async stop() {
+      await Promise.allSettled(workers.map((w) => w.stop()));
+      if (ownsDb) await db.close();
+    },
+  };
+}
+
+/** Database outages become 503 with Retry-After, so senders and callers retry later. */
+export function mapPlatformError(error: unknown): HttpError | undefined {
+  if (isUnavailable(error)) {
+    return new HttpError(503, "database_unavailable", "The database is unavailable; retry later.", undefined, { "retry-after": "5" });
+  }
+  return undefined;
+}

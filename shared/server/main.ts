@@ -1,0 +1,44 @@
+/**
+ * `npm start`: the whole platform on one machine, on the embedded database unless DATABASE_URL
+ * is set. `npm run demo` (or `--demo`) also runs a sample partner and a flaky receiver.
+ */
+import { ConfigError, loadConfig } from "../config.js";
+import { mapPlatformError, startPlatform } from "../platform.js";
+import { createHttpServer } from "./router.js";
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const platform = await startPlatform(config);
+  const server = createHttpServer({
+    routes: platform.routes,
+    adminToken: config.ADMIN_TOKEN,
+    maxBodyBytes: config.MAX_PAYLOAD_BYTES,
+    logger: platform.logger,
+    mapError: mapPlatformError,
+  });
+  await new Promise<void>((resolve) => server.listen(config.PORT, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.PORT;
+  const base = `http://127.0.0.1:${port}`;
+  console.log(`multicloud-webhooks is running at ${base} on ${platform.db.kind === "pglite" ? `the embedded database (${config.DATA_DIR})` : "PostgreSQL"}`);
+  console.log(`  admin page:   ${base}/admin`);
+  console.log(`  admin token:  ${config.ADMIN_TOKEN}${config.adminTokenGenerated ? "  (generated; set ADMIN_TOKEN to keep one)" : ""}`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    platform.logger.info({ signal }, "shutting down: finishing in-flight work");
+    server.close();
+    await platform.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) console.error(error.message);
+  else console.error(`Could not start: ${(error as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,208 @@
+/**
+ * A small HTTP layer over node:http: routes with `:params`, a body read with a hard size limit,
+ * JSON errors with a stable shape, and bearer-token auth for the management surface.
+ * No framework: the cloud functions call the same framework-free core functions.
+ */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { timingSafeEqual } from "node:crypto";
+import type { Logger } from "pino";
+
+export interface Request {
+  method: string;
+  path: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  /** The raw body bytes; rejects with 413 beyond the limit. Read once, cached. */
+  body(): Promise<Buffer>;
+  /** The body parsed as JSON; rejects with 400 and a precise message when it is not JSON. */
+  json<T = unknown>(): Promise<T>;
+}
+
+export interface Response {
+  status: number;
+  headers?: Record<string, string>;
+  /** Objects are sent as JSON; strings and Buffers as they are (set content-type yourself). */
+  body?: unknown;
+}
+
+export type Handler = (req: Request) => Promise<Response>;
+
+export interface Route {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** e.g. `/deliveries/:id/attempts` */
+  path: string;
+  /** `admin` routes require `Authorization: Bearer <ADMIN_TOKEN>`. */
+  auth: "admin" | "none";
+  handler: Handler;
+}
+
+/** An error a caller can act on: becomes `{ error: { code, message, details } }` with `status`. */
+export class HttpError extends Error {
+  override name = "HttpError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export interface ServerOptions {
+  routes: Route[];
+  adminToken: string;
+  /** Largest request body accepted. Default: 1 MiB. */
+  maxBodyBytes?: number;
+  logger?: Logger;
+  /** Maps errors that are not HttpError (e.g. database down → 503). */
+  mapError?: (error: unknown) => HttpError | undefined;
+}
+
+interface CompiledRoute extends Route {
+  pattern: RegExp;
+  names: string[];
+}
+
+function compile(route: Route): CompiledRoute {
+  const names: string[] = [];
+  const source = route.path
+    .split("/")
+    .map((part) => {
+      if (!part.startsWith(":")) return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      names.push(part.slice(1));
+      return "([^/]+)";
+    })
+    .join("/");
+  return { ...route, pattern: new RegExp(`^${source}/?$`), names };
+}
+
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (.+)$/i.exec(header ?? "")?.[1] ?? "";
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) {
+      reject(new HttpError(413, "payload_too_large", `Body is ${declared} bytes; the limit is ${limit}.`));
+      req.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new HttpError(413, "payload_too_large", `Body exceeds the limit of ${limit} bytes.`));
+        req.removeAllListeners("data");
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+export function send(res: ServerResponse, response: Response): void {
+  const headers: Record<string, string> = { ...response.headers };
+  let payload: string | Buffer | undefined;
+  if (response.body === undefined) payload = undefined;
+  else if (typeof response.body === "string" || Buffer.isBuffer(response.body)) payload = response.body;
+  else {
+    payload = JSON.stringify(response.body);
+    headers["content-type"] ??= "application/json; charset=utf-8";
+  }
+  res.writeHead(response.status, headers);
+  res.end(payload);
+}
+
+export function errorResponse(error: HttpError): Response {
+  const body: { error: { code: string; message: string; details?: unknown } } = {
+    error: { code: error.code, message: error.message },
+  };
+  if (error.details !== undefined) body.error.details = error.details;
+  return { status: error.status, headers: error.headers, body };
+}
+
+/** Builds the request handler; exported apart from the server so tests can mount it anywhere. */
+export function createHandler(options: ServerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const routes = options.routes.map(compile);
+  const limit = options.maxBodyBytes ?? 1024 * 1024;
+
+  const dispatch = async (req: IncomingMessage): Promise<Response> => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const method = (req.method ?? "GET").toUpperCase();
+    let pathMatched = false;
+    for (const route of routes) {
+      const m = route.pattern.exec(url.pathname);
+      if (!m) continue;
+      pathMatched = true;
+      if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue;
+      if (route.auth === "admin" && !bearerMatches(req.headers.authorization, options.adminToken)) {
+        throw new HttpError(401, "unauthorized", "Missing or wrong bearer token: send `Authorization: Bearer <ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
+      }
+      const params: Record<string, string> = {};
+      route.names.forEach((name, i) => {
+        try {
+          params[name] = decodeURIComponent(m[i + 1] ?? "");
+        } catch {
+          throw new HttpError(400, "bad_path", `Path parameter ${name} is not valid percent-encoding.`);
+        }
+      });
+      let cached: Promise<Buffer> | undefined;
+      const body = () => (cached ??= readBody(req, limit));
+      return route.handler({
+        method,
+        path: url.pathname,
+        params,
+        query: url.searchParams,
+        headers: req.headers,
+        body,
+        async json<T>() {
+          const raw = await body();
+          if (raw.length === 0) throw new HttpError(400, "invalid_json", "The body is empty; send a JSON document.");
+          try {
+            return JSON.parse(raw.toString("utf8")) as T;
+          } catch (e) {
+            throw new HttpError(400, "invalid_json", `The body is not valid JSON: ${(e as Error).message}`);
+          }
+        },
+      });
+    }
+    if (pathMatched) throw new HttpError(405, "method_not_allowed", `${method} is not allowed on ${url.pathname}.`);
+    throw new HttpError(404, "not_found", `No route for ${method} ${url.pathname}.`);
+  };
+
+  return (req, res) => {
+    dispatch(req)
+      .then((response) => send(res, response))
+      .catch((error: unknown) => {
+        let httpError = error instanceof HttpError ? error : options.mapError?.(error);
+        if (!httpError) {
+          options.logger?.error({ err: error, method: req.method, path: req.url?.split("?")[0] }, "unhandled error in request");
+          httpError = new HttpError(500, "internal_error", "Internal error; the server log has the details.");
+        }
+        if (!res.headersSent) send(res, errorResponse(httpError));
+        else res.end();
+      });
+  };
+}
+
+export function createHttpServer(options: ServerOptions): Server {
+  const server = createServer(createHandler(options));
+  server.keepAliveTimeout = 65_000;
+  // A malformed request line or header never reaches a route: answer 400, not a crash.
+  server.on("clientError", (_err, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+    else socket.destroy();
+  });
+  return server;
+}
