@@ -1,0 +1,60 @@
+/**
+ * Cloud ingest: verify, then make the event durable on the cloud queue before answering 2xx.
+ * The inbox de-duplicates later, in the processor; here a duplicate is simply queued again.
+ * If the queue (or the claim-check store) refuses, answer 503 so the sender retries.
+ */
+import type { Logger } from "pino";
+import { screenInbound } from "../inbound/screen.js";
+import type { HeaderBag, PartnerConfig } from "../inbound/verify/index.js";
+import type { ObjectStore } from "../objectStore/port.js";
+import type { QueueAdapter } from "../queue/port.js";
+import { claimCheckMessage, inlineMessage, messageBytes } from "./inboundMessage.js";
+
+export interface AcceptDeps {
+  partners: ReadonlyMap<string, PartnerConfig>;
+  queue: Pick<QueueAdapter, "send" | "limits">;
+  /** Where payloads above the queue's limit go. Without one they are refused with 413. */
+  objectStore?: ObjectStore;
+  maxBodyBytes: number;
+  now?: () => Date;
+  logger?: Logger;
+}
+
+export interface AcceptResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: { received: true; eventId: string; claimCheck: boolean } | { error: { code: string; message: string } };
+}
+
+export const RETRY_AFTER_SECONDS = 5;
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+
+function refuse(status: number, code: string, message: string, extra: Record<string, string> = {}): AcceptResponse {
+  return { status, headers: { ...JSON_HEADERS, ...extra }, body: { error: { code, message } } };
+}
+
+/** Never throws: every outcome is an HTTP answer. */
+export async function acceptWebhook(deps: AcceptDeps, partnerName: string, headers: HeaderBag, rawBody: Buffer): Promise<AcceptResponse> {
+  const now = deps.now?.() ?? new Date();
+  const screened = screenInbound(deps.partners, deps.maxBodyBytes, partnerName, headers, rawBody, now);
+  if (!screened.ok) return refuse(screened.status, screened.code, screened.message);
+
+  const event = { partner: screened.partner.name, eventId: screened.eventId, eventType: screened.eventType, receivedAt: now };
+  let message = inlineMessage(event, rawBody);
+  const claimCheck = messageBytes(message) > deps.queue.limits.maxMessageBytes;
+  try {
+    if (claimCheck) {
+      if (!deps.objectStore) {
+        return refuse(413, "payload_too_large", `The encoded event is ${messageBytes(message)} bytes, over the queue's limit of ${deps.queue.limits.maxMessageBytes}, and no claim-check store is configured.`);
+      }
+      const key = `inbound/${encodeURIComponent(event.partner)}/${encodeURIComponent(event.eventId)}`;
+      const reference = await deps.objectStore.put(key, rawBody, "application/json");
+      message = claimCheckMessage(event, reference);
+    }
+    await deps.queue.send(message);
+  } catch (error) {
+    deps.logger?.warn({ err: error, partner: event.partner, eventId: event.eventId }, "inbound event not queued; answered 503");
+    return refuse(503, "queue_unavailable", "The event could not be queued; it was not accepted. Retry later.", { "retry-after": String(RETRY_AFTER_SECONDS) });
+  }
+  return { status: 202, headers: JSON_HEADERS, body: { received: true, eventId: event.eventId, claimCheck } };
+}

@@ -1,0 +1,84 @@
+/**
+ * The queue message that carries one verified inbound webhook from a cloud ingest function to the
+ * processor. The raw bytes travel exactly (base64), or, above the queue's message limit, as a
+ * claim-check reference to object storage. A message that is not this shape is malformed: the
+ * processor dead-letters it with the reason, it never drops it.
+ */
+import { z } from "zod";
+import { MalformedMessageError, type MessageAttributes, type OutgoingMessage, type ReceivedMessage } from "../queue/port.js";
+
+export const INBOUND_MESSAGE_VERSION = 1;
+
+const schema = z.object({
+  v: z.literal(INBOUND_MESSAGE_VERSION),
+  partner: z.string().min(1).max(64),
+  eventId: z.string().min(1).max(255),
+  eventType: z.string().max(255).nullable(),
+  receivedAt: z.string().datetime({ offset: true }),
+  payloadBase64: z.string().optional(),
+  claimCheck: z.string().min(1).optional(),
+}).refine((m) => (m.payloadBase64 === undefined) !== (m.claimCheck === undefined), {
+  message: "exactly one of payloadBase64 and claimCheck is required",
+});
+
+export type InboundMessage = z.infer<typeof schema>;
+
+export interface InboundEvent {
+  partner: string;
+  eventId: string;
+  eventType: string | null;
+  receivedAt: Date;
+}
+
+/** Encodes an event with its bytes inline. */
+export function inlineMessage(event: InboundEvent, payload: Buffer): OutgoingMessage {
+  return toOutgoing({ ...header(event), payloadBase64: payload.toString("base64") }, event);
+}
+
+/** Encodes an event whose bytes are in object storage under `reference`. */
+export function claimCheckMessage(event: InboundEvent, reference: string): OutgoingMessage {
+  return toOutgoing({ ...header(event), claimCheck: reference }, event);
+}
+
+function header(event: InboundEvent) {
+  return {
+    v: INBOUND_MESSAGE_VERSION,
+    partner: event.partner,
+    eventId: event.eventId,
+    eventType: event.eventType,
+    receivedAt: event.receivedAt.toISOString(),
+  } as const;
+}
+
+function toOutgoing(body: InboundMessage, event: InboundEvent): OutgoingMessage {
+  const attributes: MessageAttributes = {
+    partner: event.partner,
+    eventId: event.eventId,
+    contentType: "application/json",
+    receivedAt: event.receivedAt.toISOString(),
+  };
+  return { body: JSON.stringify(body), attributes };
+}
+
+/** Size a message takes against a queue's limit: body plus attribute names and values. */
+export function messageBytes(message: OutgoingMessage): number {
+  let size = Buffer.byteLength(message.body);
+  for (const [k, v] of Object.entries(message.attributes ?? {})) size += Buffer.byteLength(k) + Buffer.byteLength(v ?? "");
+  return size;
+}
+
+/** Reads a received message; throws MalformedMessageError saying what is wrong. */
+export function decodeInboundMessage(message: Pick<ReceivedMessage, "id" | "body">): InboundMessage {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(message.body);
+  } catch {
+    throw new MalformedMessageError(`Message ${message.id} is not JSON; it cannot be an inbound webhook.`);
+  }
+  const result = schema.safeParse(parsed);
+  if (!result.success) {
+    const detail = result.error.issues.map((i) => `${i.path.join(".") || "(message)"}: ${i.message}`).join("; ");
+    throw new MalformedMessageError(`Message ${message.id} is not an inbound webhook message: ${detail}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,52 @@
+/**
+ * Azurite, Microsoft's Azure Storage emulator (a devDependency), started as a child process on a
+ * free port with in-memory storage and its telemetry off (this machine has no internet).
+ */
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+/** Azurite's fixed, public development account key. */
+const DEV_ACCOUNT = "devstoreaccount1";
+const DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+export interface Azurite {
+  connectionString: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startAzurite(): Promise<Azurite> {
+  const port = await freePort();
+  const bin = fileURLToPath(new URL("../../node_modules/azurite/dist/src/blob/main.js", import.meta.url));
+  const child = spawn(process.execPath, [bin, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--loose", "--silent"], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Azurite did not start within 20 s: ${output}`)), 20_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("successfully listens")) { clearTimeout(timer); resolve(); }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`Azurite exited with ${code}: ${output}`)); });
+  });
+  return {
+    connectionString: `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};BlobEndpoint=http://127.0.0.1:${port}/${DEV_ACCOUNT};`,
+    stop: () => new Promise((resolve) => {
+      child.removeAllListeners("exit");
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+    }),
+  };
+}
