@@ -8,7 +8,8 @@ import { screenInbound } from "../inbound/screen.js";
 import type { HeaderBag, PartnerConfig } from "../inbound/verify/index.js";
 import type { ObjectStore } from "../objectStore/port.js";
 import type { QueueAdapter } from "../queue/port.js";
-import { claimCheckMessage, inlineMessage, messageBytes } from "./inboundMessage.js";
+import { messageBytes } from "../queue/validate.js";
+import { claimCheckMessage, inlineMessage } from "./inboundMessage.js";
 
 export interface AcceptDeps {
   partners: ReadonlyMap<string, PartnerConfig>;

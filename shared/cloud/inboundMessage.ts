@@ -60,13 +60,6 @@ function toOutgoing(body: InboundMessage, event: InboundEvent): OutgoingMessage 
   return { body: JSON.stringify(body), attributes };
 }
 
-/** Size a message takes against a queue's limit: body plus attribute names and values. */
-export function messageBytes(message: OutgoingMessage): number {
-  let size = Buffer.byteLength(message.body);
-  for (const [k, v] of Object.entries(message.attributes ?? {})) size += Buffer.byteLength(k) + Buffer.byteLength(v ?? "");
-  return size;
-}
-
 /** Reads a received message; throws MalformedMessageError saying what is wrong. */
 export function decodeInboundMessage(message: Pick<ReceivedMessage, "id" | "body">): InboundMessage {
   let parsed: unknown;

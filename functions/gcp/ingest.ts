@@ -1,0 +1,5 @@
+import { http } from "@google-cloud/functions-framework";
+import { ingestHttp } from "./handlers.js";
+import { gcpRuntime } from "./runtime.js";
+
+http("ingest", (req, res) => ingestHttp(gcpRuntime(), req, res));

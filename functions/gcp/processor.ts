@@ -1,0 +1,5 @@
+import { http } from "@google-cloud/functions-framework";
+import { processPush } from "./handlers.js";
+import { gcpRuntime } from "./runtime.js";
+
+http("processor", (req, res) => processPush(gcpRuntime(), req, res));

@@ -1,0 +1,34 @@
+/**
+ * Settings of a cloud function, read once at cold start from the environment (which the stacks
+ * fill from the cloud's secret store: Key Vault references on Azure, Secret Manager environment
+ * secrets on GCP; on AWS the function reads Secrets Manager itself, see functions/aws/runtime.ts).
+ * A missing or bad setting stops the cold start with a message naming it.
+ */
+import { z } from "zod";
+
+export class FunctionConfigError extends Error {
+  override name = "FunctionConfigError";
+}
+
+/**
+ * Validates `env` against `shape`; throws FunctionConfigError naming every missing or bad
+ * variable and what it should hold.
+ */
+export function readSettings<T extends z.ZodRawShape>(shape: T, env: Record<string, string | undefined>, where: string): z.infer<z.ZodObject<T>> {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== "") picked[key] = value;
+  }
+  const parsed = z.object(shape).safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const name = String(i.path[0]);
+      return picked[name] === undefined ? `- ${name} is not set (${i.message})` : `- ${name}: ${i.message}`;
+    });
+    throw new FunctionConfigError(`The ${where} function cannot start:\n${lines.join("\n")}\nSet these in the function's settings (the stacks do; see docs/functions.md).`);
+  }
+  return parsed.data;
+}
+
+export const poolSize = z.coerce.number().int().min(1).max(20).default(2);
