@@ -63,8 +63,8 @@ export interface AwsRuntime {
 
 export function createAwsRuntime(env: Record<string, string | undefined> = process.env): AwsRuntime {
   const settings = readAwsSettings(env);
-  const logger = createLogger({ name: "webhooks-aws" });
   const tuning = loadConfig(env);
+  const logger = createLogger({ name: "webhooks-aws", level: tuning.LOG_LEVEL });
   return {
     settings,
     logger,

@@ -47,10 +47,11 @@ export interface AzureRuntime {
 
 export function createAzureRuntime(env: Record<string, string | undefined> = process.env): AzureRuntime {
   const settings = readAzureSettings(env);
+  const tuning = loadConfig(env);
   return {
     settings,
-    logger: createLogger({ name: "webhooks-azure" }),
-    tuning: loadConfig(env),
+    logger: createLogger({ name: "webhooks-azure", level: tuning.LOG_LEVEL }),
+    tuning,
     partners: once(async () => {
       if (!settings.PARTNERS) throw new Error("Set PARTNERS (a Key Vault reference to the partners JSON).");
       return parsePartners(settings.PARTNERS);

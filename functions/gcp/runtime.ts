@@ -43,10 +43,11 @@ export interface GcpRuntime {
 
 export function createGcpRuntime(env: Record<string, string | undefined> = process.env): GcpRuntime {
   const settings = readGcpSettings(env);
+  const tuning = loadConfig(env);
   return {
     settings,
-    logger: createLogger({ name: "webhooks-gcp" }),
-    tuning: loadConfig(env),
+    logger: createLogger({ name: "webhooks-gcp", level: tuning.LOG_LEVEL }),
+    tuning,
     partners: once(async () => {
       if (!settings.PARTNERS) throw new Error("Set PARTNERS (a Secret Manager secret mounted as an environment variable).");
       return parsePartners(settings.PARTNERS);

@@ -15,7 +15,9 @@ export async function createS3Store(options: S3StoreOptions): Promise<ObjectStor
   const sdk = await import("@aws-sdk/client-s3");
   const client: S3Client = new sdk.S3Client({
     region: options.region ?? process.env.AWS_REGION ?? "us-east-1",
-    ...(options.endpoint ? { endpoint: options.endpoint, forcePathStyle: true } : {}),
+    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    // S3-compatible endpoints (moto, MinIO, LocalStack) rarely serve bucket subdomains.
+    forcePathStyle: Boolean(options.endpoint ?? process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   });
   return {

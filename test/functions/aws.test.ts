@@ -1,0 +1,181 @@
+/**
+ * The AWS functions, invoked locally with AWS's real event shapes (`@types/aws-lambda`) against
+ * real PostgreSQL and a real SQS wire protocol (moto), partners and credentials read from Secrets
+ * Manager (moto too), claim-checks in S3 (moto). The event source mapping is played by
+ * test/support/sqsEventSource.ts; everything else is the code that ships.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import {
+  CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient,
+} from "@aws-sdk/client-sqs";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { handleIngest } from "../../functions/aws/ingest.js";
+import { handleProcessor } from "../../functions/aws/processor.js";
+import { createAwsRuntime, type AwsRuntime } from "../../functions/aws/runtime.js";
+import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
+import { createServerDatabase, postgresAvailable } from "../support/databases.js";
+import { pollOnce } from "../support/sqsEventSource.js";
+import { eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, poisonEvent, signedDelivery } from "./support.js";
+
+const suffix = Date.now().toString(36);
+let skip: string | undefined;
+let runtime: AwsRuntime;
+let sqs: SQSClient;
+let queueUrl: string;
+let queueArn: string;
+let dlqUrl: string;
+let dropDatabase: (() => Promise<void>) | undefined;
+
+function apiEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
+  return {
+    version: "2.0",
+    routeKey: "POST /webhooks/{partner}",
+    rawPath: `/webhooks/${partner}`,
+    rawQueryString: "",
+    headers: delivery.headers,
+    pathParameters: { partner },
+    isBase64Encoded: false,
+    body: delivery.body,
+    requestContext: {
+      accountId: "123456789012", apiId: "api", domainName: "api.example", domainPrefix: "api",
+      http: { method: "POST", path: `/webhooks/${partner}`, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "partner" },
+      requestId: "req", routeKey: "POST /webhooks/{partner}", stage: "$default", time: "", timeEpoch: Date.now(),
+    },
+  };
+}
+
+const depth = async (url: string) => {
+  const r = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }));
+  return Number(r.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+};
+const processBatch = () => pollOnce(sqs, queueUrl, queueArn, (event) => handleProcessor(runtime, event));
+
+beforeAll(async () => {
+  skip = await skipUnlessAvailable("moto_server", MOTO_URL, motoAvailable);
+  if (skip || !(await postgresAvailable())) return;
+  // The functions build their SDK clients from the environment, as on Lambda.
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL: MOTO_URL, AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: MOTO_CLIENT_CONFIG.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CLIENT_CONFIG.credentials.secretAccessKey,
+  });
+  sqs = new SQSClient(MOTO_CLIENT_CONFIG);
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `fn-dlq-${suffix}` }));
+  dlqUrl = dlq.QueueUrl!;
+  const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+  const main = await sqs.send(new CreateQueueCommand({
+    QueueName: `fn-main-${suffix}`,
+    Attributes: { VisibilityTimeout: "1", RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 3 }) },
+  }));
+  queueUrl = main.QueueUrl!;
+  queueArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+  const bucket = `fn-claims-${suffix}`;
+  await new S3Client({ ...MOTO_CLIENT_CONFIG, forcePathStyle: true }).send(new CreateBucketCommand({ Bucket: bucket }));
+  const secret = await new SecretsManagerClient(MOTO_CLIENT_CONFIG).send(new CreateSecretCommand({ Name: `fn-partners-${suffix}`, SecretString: PARTNERS_JSON }));
+  const database = await createServerDatabase();
+  dropDatabase = database.drop;
+  runtime = createAwsRuntime({
+    ...process.env,
+    WEBHOOKS_QUEUE_URL: queueUrl,
+    WEBHOOKS_DEAD_LETTER_QUEUE_URL: dlqUrl,
+    WEBHOOKS_PARTNER_SECRETS_ARN: secret.ARN!,
+    WEBHOOKS_DATABASE_URL: database.url,
+    WEBHOOKS_CLAIM_CHECK_BUCKET: bucket,
+    MAX_PAYLOAD_BYTES: String(1024 * 1024),
+    INBOX_DEFER_DELAY_SECONDS: "1",
+    LOG_LEVEL: "silent",
+  });
+}, 60_000);
+
+afterAll(async () => {
+  if (runtime) await (await runtime.database()).close();
+  await dropDatabase?.();
+});
+
+describe("AWS functions on moto and PostgreSQL", () => {
+  it("ingest → SQS → processor → inbox entry processed and the order created", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_created_${suffix}`;
+    const answer = await handleIngest(runtime, apiEvent("shop", signedDelivery(eventId, orderEvent(`o-${suffix}`, "order.created"))));
+    expect(answer.statusCode).toBe(202);
+    await eventually("the processor to handle the message", async () => (await processBatch()).records > 0);
+    const db = await runtime.database();
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed", outcome: "applied" });
+    expect(await orderState(db, `o-${suffix}`)).toBe("created");
+    expect(await depth(queueUrl)).toBe(0);
+  });
+
+  it("an event ahead of its prerequisite is deferred on SQS itself, then applies", async (t) => {
+    if (skip) return t.skip();
+    const order = `o-late-${suffix}`;
+    expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(`evt_paid_${suffix}`, orderEvent(order, "order.paid"))))).statusCode).toBe(202);
+    const first = await eventually("the paid event to be received", async () => { const r = await processBatch(); return r.records > 0 && r; });
+    expect(first.failed).toHaveLength(1); // deferred: left on the queue with a new visibility
+    const db = await runtime.database();
+    expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("deferred");
+    expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(`evt_new_${suffix}`, orderEvent(order, "order.created"))))).statusCode).toBe(202);
+    await eventually("both events to apply", async () => { await processBatch(); return (await orderState(db, order)) === "paid"; });
+    expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("processed");
+  });
+
+  it("a payload over the SQS limit travels by claim-check through S3", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_big_${suffix}`;
+    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(300 * 1024) });
+    const answer = await handleIngest(runtime, apiEvent("shop", signedDelivery(eventId, body)));
+    expect(answer.statusCode).toBe(202);
+    expect(JSON.parse(answer.body)).toMatchObject({ claimCheck: true });
+    const db = await runtime.database();
+    await eventually("the big event to be processed", async () => { await processBatch(); return (await inboxEntry(db, eventId))?.status === "processed"; });
+    const stored = await db.query<{ n: number }>("SELECT length(payload) AS n FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
+    expect(stored.rows[0]?.n).toBe(Buffer.byteLength(body));
+  });
+
+  it("a bad signature answers 401 and queues nothing", async (t) => {
+    if (skip) return t.skip();
+    await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
+    const delivery = signedDelivery(`evt_forged_${suffix}`, orderEvent("o-x", "order.created"));
+    const answer = await handleIngest(runtime, apiEvent("shop", { ...delivery, body: delivery.body.replace("o-x", "o-y") }));
+    expect(answer.statusCode).toBe(401);
+    expect(JSON.parse(answer.body).error.code).toMatch(/signature/);
+    const unknown = await handleIngest(runtime, apiEvent("nobody", delivery));
+    expect(unknown.statusCode).toBe(404);
+    const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0 }));
+    expect(r.Messages ?? []).toHaveLength(0);
+  });
+
+  it("a processor failure is retried by SQS and dead-lettered after maxReceiveCount", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_poison_${suffix}`;
+    const db = await runtime.database();
+    await poisonEvent(db, eventId);
+    expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created"))))).statusCode).toBe(202);
+    let deliveries = 0;
+    await eventually("the poison message to reach the DLQ", async () => {
+      const r = await processBatch();
+      deliveries += r.records;
+      return (await depth(dlqUrl)) > 0;
+    }, 30_000);
+    expect(deliveries).toBe(3);
+    expect(await depth(queueUrl)).toBe(0);
+    const entry = await inboxEntry(db, eventId);
+    expect(entry).toMatchObject({ status: "failed", failures: 3 });
+  });
+
+  it("a malformed message is dead-lettered with its reason, not dropped", async (t) => {
+    if (skip) return t.skip();
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "{not json" }));
+    await eventually("the malformed message to be handled", async () => (await processBatch()).records > 0);
+    const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, MessageAttributeNames: ["All"] }));
+    const reasons = (dead.Messages ?? []).map((m) => m.MessageAttributes?.deadLetterReason?.StringValue ?? "");
+    expect(reasons.some((r) => r.includes("is not JSON"))).toBe(true);
+  });
+});
+
+describe("AWS cold start", () => {
+  it("names every missing setting", () => {
+    expect(() => createAwsRuntime({})).toThrow(/WEBHOOKS_QUEUE_URL is not set/);
+    expect(() => createAwsRuntime({ WEBHOOKS_QUEUE_URL: "not a url" })).toThrow(/WEBHOOKS_QUEUE_URL: /);
+  });
+});

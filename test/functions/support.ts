@@ -1,0 +1,65 @@
+/**
+ * Shared pieces of the cloud function tests: a partner signed by the reference `standardwebhooks`
+ * library, order events, and reading the inbox back.
+ */
+import { Webhook } from "standardwebhooks";
+import type { Queryable } from "../../shared/db/port.js";
+
+export const SECRET = `whsec_${Buffer.from("functions-tests-secret-32-bytes!").toString("base64")}`;
+export const PARTNERS_JSON = JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [SECRET] } });
+const signer = new Webhook(SECRET);
+
+export function signedDelivery(id: string, body: string, at = new Date()): { headers: Record<string, string>; body: string } {
+  return {
+    headers: {
+      "content-type": "application/json",
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+      "webhook-signature": signer.sign(id, at, body),
+    },
+    body,
+  };
+}
+
+export const orderEvent = (orderId: string, type: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ type, data: { order_id: orderId, ...extra } });
+
+export async function inboxEntry(db: Queryable, eventId: string): Promise<{ status: string; failures: number; outcome: string | null } | undefined> {
+  const r = await db.query<{ status: string; failures: number; outcome: string | null }>(
+    "SELECT status, failures, outcome FROM inbox_entries WHERE partner_name = 'shop' AND partner_event_id = $1",
+    [eventId],
+  );
+  return r.rows[0];
+}
+
+export async function orderState(db: Queryable, orderId: string): Promise<string | null> {
+  const r = await db.query<{ state: string }>("SELECT state FROM orders WHERE id = $1", [orderId]);
+  return r.rows[0]?.state ?? null;
+}
+
+/** Polls `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Makes processing of one event fail inside the processor's transaction, as a broken business
+ * rule or a constraint would: a real database error, not a mock.
+ */
+export async function poisonEvent(db: Queryable, eventId: string): Promise<void> {
+  await db.query(`CREATE OR REPLACE FUNCTION test_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.status = 'processed' AND NEW.partner_event_id = '${eventId.replace(/'/g, "")}' THEN
+        RAISE EXCEPTION 'poisoned event for the test';
+      END IF;
+      RETURN NEW;
+    END $$`);
+  await db.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+  await db.query("CREATE TRIGGER test_poison BEFORE UPDATE ON inbox_entries FOR EACH ROW EXECUTE FUNCTION test_poison()");
+}
