@@ -30,6 +30,10 @@ export function openPostgres(options: PostgresOptions): Database {
     async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
       const client = await pool.connect();
       let broken = false;
+      // A server that dies mid-transaction makes the client emit 'error': without a listener
+      // that would crash the process; with one, the error surfaces as the query's rejection.
+      const onError = () => { broken = true; };
+      client.on("error", onError);
       try {
         await client.query("BEGIN");
         const tx: Transaction = {
@@ -46,6 +50,7 @@ export function openPostgres(options: PostgresOptions): Database {
         await client.query("ROLLBACK").catch(() => { broken = true; });
         throw error;
       } finally {
+        client.off("error", onError);
         client.release(broken);
       }
     },
