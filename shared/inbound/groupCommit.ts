@@ -1,0 +1,145 @@
+/**
+ * Group commit for the inbox: concurrent ingests share one multi-row INSERT, so one round trip,
+ * one commit and one WAL flush serve many events, instead of one each.
+ *
+ * It batches only under load: when an INSERT slot is free, an entry goes out at the next turn of
+ * the event loop (setImmediate, so entries that arrived together leave together); while every slot
+ * is busy, arrivals wait and leave in the next batch. At low load the latency is that of a
+ * single-row INSERT; at high load batches grow by themselves.
+ *
+ * The guarantees are those of `storeInboxEntry`: each caller's promise resolves only after its
+ * entry is committed (or was already there), and rejects when it may not be, so a caller never
+ * acknowledges an event that is not stored.
+ *
+ * @example
+ * const inbox = createGroupCommit(db, { maxInFlight: 4 });
+ * const stored = await inbox.store(entry); // instead of storeInboxEntry(db, entry)
+ */
+import type { Queryable } from "../db/port.js";
+import { isUnavailable } from "../db/port.js";
+import { sha256Hex, storeInboxEntry, type NewInboxEntry, type StoreResult } from "./inbox.js";
+
+export interface GroupCommitOptions {
+  /** Most entries in one INSERT. Default: 256. */
+  maxBatch?: number;
+  /** Most INSERTs in flight at once; keep it below the pool size. Default: 4. */
+  maxInFlight?: number;
+}
+
+export interface GroupCommit {
+  /** Like `storeInboxEntry(db, entry)`, shared with whoever stores at the same moment. */
+  store(entry: NewInboxEntry): Promise<StoreResult>;
+  /** Resolves once every entry handed over so far is settled. */
+  drain(): Promise<void>;
+}
+
+interface Waiting {
+  entry: NewInboxEntry;
+  resolve: (result: StoreResult) => void;
+  reject: (error: unknown) => void;
+}
+
+// One statement for the whole batch. Everything travels as text[] (payloads as hex) because
+// that is the array type both pg and PGlite serialise the same way.
+const INSERT_BATCH = `
+  INSERT INTO inbox_entries
+    (partner_name, partner_event_id, event_type, payload, payload_sha256, signature_verified, received_at, next_attempt_at)
+  SELECT partner_name, partner_event_id, event_type, decode(payload_hex, 'hex'), payload_sha256,
+         signature_verified::boolean, received_at::timestamptz, received_at::timestamptz
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+    AS input(partner_name, partner_event_id, event_type, payload_hex, payload_sha256, signature_verified, received_at)
+  ON CONFLICT (partner_name, partner_event_id) DO NOTHING
+  RETURNING id, partner_name, partner_event_id`;
+
+const keyOf = (partner: string, eventId: string) => `${partner}\u0000${eventId}`;
+
+export function createGroupCommit(db: Queryable, options: GroupCommitOptions = {}): GroupCommit {
+  const maxBatch = options.maxBatch ?? 256;
+  const maxInFlight = options.maxInFlight ?? 4;
+  const queue: Waiting[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+  const settledWaiters: Array<() => void> = [];
+
+  const settleIfIdle = () => {
+    if (inFlight === 0 && queue.length === 0) for (const done of settledWaiters.splice(0)) done();
+  };
+
+  const pump = () => {
+    scheduled = false;
+    while (inFlight < maxInFlight && queue.length > 0) {
+      const batch = queue.splice(0, maxBatch);
+      inFlight++;
+      void flush(batch).finally(() => {
+        inFlight--;
+        pump();
+        settleIfIdle();
+      });
+    }
+  };
+
+  const schedule = () => {
+    // While every slot is busy the finishing flush pumps; otherwise gather this turn's arrivals.
+    if (scheduled || inFlight >= maxInFlight) return;
+    scheduled = true;
+    setImmediate(pump);
+  };
+
+  /** Entries the batch did not insert: duplicates (also within the batch) and payload mismatches. */
+  const one = async (w: Waiting) => {
+    try {
+      w.resolve(await storeInboxEntry(db, w.entry));
+    } catch (error) {
+      w.reject(error);
+    }
+  };
+
+  const flush = async (batch: Waiting[]) => {
+    let inserted: Map<string, string>;
+    try {
+      const r = await db.query<{ id: string; partner_name: string; partner_event_id: string }>(INSERT_BATCH, [
+        batch.map((w) => w.entry.partnerName),
+        batch.map((w) => w.entry.partnerEventId),
+        batch.map((w) => w.entry.eventType),
+        batch.map((w) => w.entry.payload.toString("hex")),
+        batch.map((w) => sha256Hex(w.entry.payload)),
+        batch.map((w) => String(w.entry.signatureVerified)),
+        batch.map((w) => w.entry.receivedAt.toISOString()),
+      ]);
+      inserted = new Map(r.rows.map((row) => [keyOf(row.partner_name, row.partner_event_id), String(row.id)]));
+    } catch (error) {
+      // Database away: nobody is stored, everybody hears it (and answers 503).
+      if (isUnavailable(error) || batch.length === 1) {
+        for (const w of batch) w.reject(error);
+        return;
+      }
+      // Anything else may be one bad entry: store each alone so only that one fails.
+      await Promise.all(batch.map(one));
+      return;
+    }
+    const rest: Waiting[] = [];
+    for (const w of batch) {
+      const key = keyOf(w.entry.partnerName, w.entry.partnerEventId);
+      const id = inserted.get(key);
+      if (id !== undefined) {
+        inserted.delete(key); // a second copy in the same batch is a duplicate, not a second insert
+        w.resolve({ kind: "stored", id });
+      } else rest.push(w);
+    }
+    // Sequentially: a duplicate must see the row its twin just committed.
+    for (const w of rest) await one(w);
+  };
+
+  return {
+    store(entry) {
+      return new Promise<StoreResult>((resolve, reject) => {
+        queue.push({ entry, resolve, reject });
+        schedule();
+      });
+    },
+    drain() {
+      if (inFlight === 0 && queue.length === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => settledWaiters.push(resolve));
+    },
+  };
+}

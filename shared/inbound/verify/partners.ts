@@ -1,0 +1,145 @@
+/**
+ * Inbound partners from configuration: `PARTNERS` (JSON) or `PARTNERS_FILE` (a path to the same
+ * JSON), an object keyed by partner name. Validated once at start; a mistake stops the start with a
+ * ConfigError naming the partner and the field. See docs/inbound-partners.md.
+ *
+ * @example
+ * PARTNERS='{"stripe":{"scheme":"stripe","secrets":["whsec_…"]}}'
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { ConfigError } from "../../config.js";
+import { genericSecretKey, PLACEHOLDER, signedPayloadTemplate } from "./genericHmac.js";
+import { standardWebhooksKey } from "./standardWebhooks.js";
+import type { PartnerConfig, Scheme } from "./types.js";
+
+const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** An HTTP header name (RFC 9110 token). */
+const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be an HTTP header name, e.g. X-Signature");
+const jsonPath = z.string().regex(/^[^.\s]+(\.[^.\s]+)*$/, "must be a dotted path into the JSON body, e.g. data.id");
+
+const secrets = z.array(z.string().min(1, "must not be empty")).min(1, "list at least one secret (two during a rotation)");
+const tolerance = z.number().int().min(1).max(86_400).optional();
+
+const schemas = {
+  "standard-webhooks": z.strictObject({
+    scheme: z.literal("standard-webhooks"),
+    secrets: z.array(
+      z.string().refine((s) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes"),
+    ).min(1, "list at least one secret (two during a rotation)"),
+    toleranceSeconds: tolerance,
+  }),
+  stripe: z.strictObject({ scheme: z.literal("stripe"), secrets, toleranceSeconds: tolerance }),
+  // GitHub signs no timestamp, so a tolerance would be a promise we cannot keep: not accepted.
+  github: z.strictObject({ scheme: z.literal("github"), secrets }),
+  "generic-hmac": z
+    .strictObject({
+      scheme: z.literal("generic-hmac"),
+      secrets,
+      toleranceSeconds: tolerance,
+      signatureHeader: headerName,
+      algorithm: z.enum(["sha256", "sha512", "sha1"]).optional(),
+      encoding: z.enum(["hex", "base64", "base64url"]).optional(),
+      prefix: z.string().optional(),
+      secretEncoding: z.enum(["utf8", "base64", "hex"]).optional(),
+      timestampHeader: headerName.optional(),
+      timestampUnit: z.enum(["seconds", "milliseconds"]).optional(),
+      signedPayload: z.string().optional(),
+      eventIdHeader: headerName.optional(),
+      eventIdField: jsonPath.optional(),
+      eventTypeHeader: headerName.optional(),
+      eventTypeField: jsonPath.optional(),
+    })
+    .superRefine((p, ctx) => {
+      const problem = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message });
+      if (!p.eventIdHeader === !p.eventIdField) problem("eventIdHeader", "set exactly one of eventIdHeader or eventIdField: where the partner's event id is (none is ever invented)");
+      if (p.eventTypeHeader && p.eventTypeField) problem("eventTypeHeader", "set at most one of eventTypeHeader or eventTypeField");
+      p.secrets.forEach((s, i) => {
+        if (!genericSecretKey(s, p.secretEncoding)) problem(`secrets[${i}]`, `is not valid ${p.secretEncoding} (secretEncoding)`);
+      });
+      const template = signedPayloadTemplate(p as PartnerConfig);
+      const used = [...template.matchAll(PLACEHOLDER)].map((m) => m[1]);
+      const unknown = [...template.matchAll(/\{([^{}]*)\}/g)].map((m) => m[1]).filter((w) => !["body", "timestamp", "id"].includes(w ?? ""));
+      if (unknown.length) problem("signedPayload", `unknown placeholder {${unknown[0]}}; use {body}, {timestamp} and {id}`);
+      if (used.filter((w) => w === "body").length !== 1) problem("signedPayload", "must contain {body} exactly once");
+      const stamps = used.filter((w) => w === "timestamp").length;
+      if (stamps > 0 && !p.timestampHeader) problem("signedPayload", "uses {timestamp} but no timestampHeader is set");
+      if (p.timestampHeader && stamps === 0) problem("signedPayload", "must contain {timestamp}: a timestamp that is not signed proves nothing");
+      if (used.includes("id") && !p.eventIdHeader) problem("signedPayload", "uses {id}, which needs eventIdHeader");
+      if (p.toleranceSeconds !== undefined && !p.timestampHeader) problem("toleranceSeconds", "needs timestampHeader: without a signed timestamp there is nothing to check");
+    }),
+} satisfies Record<Scheme, z.ZodType>;
+
+const SCHEMES = Object.keys(schemas) as Scheme[];
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = issue.path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)), "");
+  if (issue.code === "unrecognized_keys") return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")} (check the spelling; see docs/inbound-partners.md)`;
+  if (issue.code === "invalid_type" && issue.message.includes("received undefined")) return `${path}: is required`;
+  return `${path}: ${issue.message}`;
+}
+
+/**
+ * Parses and validates the partners JSON: `{ "<name>": { "scheme": …, "secrets": [ … ], … } }`.
+ * @param source named in errors, e.g. `PARTNERS` or `PARTNERS_FILE (/etc/partners.json)`.
+ * @throws ConfigError listing every problem, each with the partner and field.
+ */
+export function parsePartners(json: string, source = "PARTNERS"): Map<string, PartnerConfig> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch (error) {
+    throw new ConfigError(`${source} is not valid JSON (${(error as Error).message}). Expected an object keyed by partner name, see docs/inbound-partners.md.`, { cause: error });
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(`${source} must be a JSON object keyed by partner name, e.g. {"stripe":{"scheme":"stripe","secrets":["whsec_…"]}}.`);
+  }
+  const partners = new Map<string, PartnerConfig>();
+  const problems: string[] = [];
+  for (const [name, entry] of Object.entries(raw)) {
+    const where = `partner "${name}"`;
+    if (!NAME.test(name)) {
+      problems.push(`${where}: the name must be 1-64 lowercase letters, digits, - or _ (it is the path segment of POST /webhooks/<name>)`);
+      continue;
+    }
+    const scheme = (entry as { scheme?: unknown } | null)?.scheme;
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+      problems.push(`${where}: must be an object with scheme and secrets`);
+      continue;
+    }
+    if (!SCHEMES.includes(scheme as Scheme)) {
+      problems.push(`${where}: scheme: must be one of ${SCHEMES.map((s) => `"${s}"`).join(", ")} (got ${JSON.stringify(scheme)})`);
+      continue;
+    }
+    const parsed = schemas[scheme as Scheme].safeParse(entry);
+    if (!parsed.success) {
+      problems.push(...parsed.error.issues.map((issue) => `${where} (${String(scheme)}): ${describeIssue(issue)}`));
+      continue;
+    }
+    partners.set(name, { name, ...parsed.data } as PartnerConfig);
+  }
+  if (problems.length) {
+    throw new ConfigError(`Invalid ${source}:\n${problems.map((p) => `- ${p}`).join("\n")}\nFix the partner configuration and start again.`);
+  }
+  return partners;
+}
+
+/**
+ * The partners from `PARTNERS` or from the file named by `PARTNERS_FILE` (not both).
+ * Neither set: no partners, so every `POST /webhooks/:partner` answers 404.
+ */
+export function loadPartners(env: { PARTNERS?: string; PARTNERS_FILE?: string }): Map<string, PartnerConfig> {
+  if (env.PARTNERS && env.PARTNERS_FILE) {
+    throw new ConfigError("Both PARTNERS and PARTNERS_FILE are set; set only one of them.");
+  }
+  if (env.PARTNERS_FILE) {
+    let text: string;
+    try {
+      text = readFileSync(env.PARTNERS_FILE, "utf8");
+    } catch (error) {
+      throw new ConfigError(`PARTNERS_FILE: cannot read ${env.PARTNERS_FILE} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); check the path and its permissions.`, { cause: error });
+    }
+    return parsePartners(text, `PARTNERS_FILE (${env.PARTNERS_FILE})`);
+  }
+  return env.PARTNERS ? parsePartners(env.PARTNERS) : new Map();
+}
