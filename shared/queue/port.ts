@@ -1,3 +1,13 @@
+// CHANGED by the queue-adapters engineer (issue 4), for the Service Bus engineer: no shape changed;
+// TSDoc only, pinning down what the contract suite (test/queue/contract.ts) checks:
+// - `retryAfter(m, 0)` releases the delivery at once (abandon / nack); it counts as a delivery;
+// - `retryAfter` beyond `limits.maxDelaySeconds` returns `{ scheduled: false }` and leaves the
+//   delivery untouched (the caller keeps its own schedule, then acks);
+// - a retried message keeps its body and attributes, and its deliveryCount goes on
+//   counting (an adapter that re-sends a copy must carry the count across);
+// - `DeadLetteredMessage.reason`: the reason given to `deadLetter` verbatim; for an automatic
+//   dead-letter, the service's reason or a fixed text such as "max deliveries exceeded".
+
 /**
  * The queue port: what the core needs from a message queue, and nothing an SDK-specific caller
  * could not provide. One implementation per service (local PostgreSQL, SQS, Pub/Sub, Service Bus);
@@ -71,9 +81,13 @@ export interface QueueAdapter {
   receive(options?: ReceiveOptions): Promise<ReceivedMessage[]>;
   /** Done: the message is removed. */
   ack(message: ReceivedMessage): Promise<void>;
-  /** Make it visible again after `delaySeconds` (within `limits.maxDelaySeconds`). */
+  /**
+   * Make it visible again after `delaySeconds` (0: at once), counting as a delivery. Beyond
+   * `limits.maxDelaySeconds` nothing is done and `{ scheduled: false }` is returned: the caller then
+   * keeps its own schedule (and acks the message once that is durable).
+   */
   retryAfter(message: ReceivedMessage, delaySeconds: number): Promise<RetryOutcome>;
-  /** Move it to the dead-letter queue with `reason`. */
+  /** Move it to the dead-letter queue with `reason` (readable as `DeadLetteredMessage.reason`). */
   deadLetter(message: ReceivedMessage, reason: string): Promise<void>;
   /** Read (and remove, once acked) what is in the dead-letter queue. */
   receiveDeadLetters(options?: ReceiveOptions): Promise<DeadLetteredMessage[]>;
