@@ -1,0 +1,77 @@
+/**
+ * Aurora PostgreSQL Serverless v2 in the private subnets: storage encrypted, TLS forced by the
+ * cluster parameter group, master password generated and kept by RDS in Secrets Manager
+ * (`manage_master_user_password`: the password never appears in Terraform), backups kept.
+ */
+import { Construct } from "constructs";
+import { DbSubnetGroup } from "@cdktf/provider-aws/lib/db-subnet-group/index.js";
+import { RdsCluster } from "@cdktf/provider-aws/lib/rds-cluster/index.js";
+import { RdsClusterInstance } from "@cdktf/provider-aws/lib/rds-cluster-instance/index.js";
+import { RdsClusterParameterGroup } from "@cdktf/provider-aws/lib/rds-cluster-parameter-group/index.js";
+import type { StackConfig } from "../config.js";
+
+export const DATABASE_NAME = "webhooks";
+
+export class AuroraDatabase extends Construct {
+  readonly endpoint: string;
+  readonly port: number;
+  /** ARN of the RDS-managed secret holding `{"username","password"}`. */
+  readonly credentialsSecretArn: string;
+  readonly clusterResourceId: string;
+
+  constructor(
+    scope: Construct,
+    id: string,
+    props: { prefix: string; config: StackConfig; subnetIds: string[]; securityGroupId: string },
+  ) {
+    super(scope, id);
+    const { config } = props;
+    const subnets = new DbSubnetGroup(this, "subnets", { name: `${props.prefix}-db`, subnetIds: props.subnetIds });
+    const parameters = new RdsClusterParameterGroup(this, "parameters", {
+      name: `${props.prefix}-aurora-pg16`,
+      family: "aurora-postgresql16",
+      description: "TLS required, connections logged",
+      parameter: [
+        { name: "rds.force_ssl", value: "1" },
+        { name: "log_connections", value: "1" },
+        { name: "log_disconnections", value: "1" },
+      ],
+    });
+    const cluster = new RdsCluster(this, "cluster", {
+      clusterIdentifier: `${props.prefix}-db`,
+      engine: "aurora-postgresql",
+      engineMode: "provisioned",
+      engineVersion: "16.6",
+      databaseName: DATABASE_NAME,
+      masterUsername: "webhooks_admin",
+      manageMasterUserPassword: true,
+      iamDatabaseAuthenticationEnabled: true,
+      storageEncrypted: true,
+      dbSubnetGroupName: subnets.name,
+      vpcSecurityGroupIds: [props.securityGroupId],
+      dbClusterParameterGroupName: parameters.name,
+      serverlessv2ScalingConfiguration: { minCapacity: config.auroraMinCapacity, maxCapacity: config.auroraMaxCapacity },
+      backupRetentionPeriod: config.backupRetentionDays,
+      preferredBackupWindow: "02:00-03:00",
+      copyTagsToSnapshot: true,
+      deletionProtection: true,
+      skipFinalSnapshot: false,
+      finalSnapshotIdentifier: `${props.prefix}-db-final`,
+      enabledCloudwatchLogsExports: ["postgresql"],
+    });
+    new RdsClusterInstance(this, "writer", {
+      identifier: `${props.prefix}-db-writer`,
+      clusterIdentifier: cluster.id,
+      instanceClass: "db.serverless",
+      engine: cluster.engine,
+      engineVersion: cluster.engineVersion,
+      publiclyAccessible: false,
+      performanceInsightsEnabled: true,
+      autoMinorVersionUpgrade: true,
+    });
+    this.endpoint = cluster.endpoint;
+    this.port = 5432;
+    this.credentialsSecretArn = cluster.masterUserSecret.get(0).secretArn;
+    this.clusterResourceId = cluster.clusterResourceId;
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * A Node.js 22 Lambda function from a built artifact directory: zipped by a TerraformAsset,
+ * X-Ray tracing active, JSON logs into the log group Observability created.
+ */
+import { Fn } from "cdktf";
+import { Construct } from "constructs";
+import { functionAsset } from "../functionAsset.js";
+import { LambdaFunction } from "@cdktf/provider-aws/lib/lambda-function/index.js";
+import type { StackConfig } from "../config.js";
+
+export interface NodeFunctionProps {
+  functionName: string;
+  artifactDir: string;
+  roleArn: string;
+  logGroupName: string;
+  config: StackConfig;
+  timeoutSeconds: number;
+  /** Plain settings only: names, URLs, ARNs. Secret values are read from Secrets Manager. */
+  environment: Record<string, string>;
+  vpc?: { subnetIds: string[]; securityGroupIds: string[] };
+}
+
+export class NodeFunction extends Construct {
+  readonly fn: LambdaFunction;
+
+  constructor(scope: Construct, id: string, props: NodeFunctionProps) {
+    super(scope, id);
+    const code = functionAsset(this, "code", props.artifactDir);
+    this.fn = new LambdaFunction(this, "function", {
+      functionName: props.functionName,
+      runtime: "nodejs22.x",
+      architectures: ["arm64"],
+      handler: "index.handler",
+      filename: code.path,
+      sourceCodeHash: Fn.filebase64sha256(code.path),
+      role: props.roleArn,
+      memorySize: props.config.functionMemoryMb,
+      timeout: props.timeoutSeconds,
+      environment: { variables: { NODE_OPTIONS: "--enable-source-maps", ...props.environment } },
+      tracingConfig: { mode: "Active" },
+      loggingConfig: { logFormat: "JSON", logGroup: props.logGroupName },
+      vpcConfig: props.vpc,
+    });
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * A Linux Function App on Node 22 running one built function (zip deployed from a
+ * TerraformAsset), with its user-assigned identity, Key Vault references resolved through that
+ * identity, Application Insights, HTTPS only, TLS 1.2, FTP off.
+ */
+import { Construct } from "constructs";
+import { functionAsset } from "../functionAsset.js";
+import { LinuxFunctionApp } from "@cdktf/provider-azurerm/lib/linux-function-app/index.js";
+import type { UserAssignedIdentity } from "@cdktf/provider-azurerm/lib/user-assigned-identity/index.js";
+import type { FunctionHost } from "./functionHost.js";
+import type { AzureScope } from "./privateNetwork.js";
+
+export interface NodeFunctionAppProps extends AzureScope {
+  name: string;
+  artifactDir: string;
+  host: FunctionHost;
+  identity: UserAssignedIdentity;
+  insightsConnectionString: string;
+  /** Plain values and `@Microsoft.KeyVault(...)` references only; never a secret value. */
+  appSettings: Record<string, string>;
+  /** Route all outbound traffic through the VNet (database, NAT). Default: false. */
+  vnetSubnetId?: string;
+  /** Most instances this app scales out to. */
+  scaleLimit?: number;
+}
+
+export class NodeFunctionApp extends Construct {
+  readonly app: LinuxFunctionApp;
+
+  constructor(scope: Construct, id: string, props: NodeFunctionAppProps) {
+    super(scope, id);
+    const code = functionAsset(this, "code", props.artifactDir);
+    this.app = new LinuxFunctionApp(this, "app", {
+      name: props.name,
+      resourceGroupName: props.resourceGroupName,
+      location: props.location,
+      servicePlanId: props.host.planId,
+      storageAccountName: props.host.storageAccountName,
+      storageAccountAccessKey: props.host.storageAccountKey,
+      zipDeployFile: code.path,
+      httpsOnly: true,
+      ftpPublishBasicAuthenticationEnabled: false,
+      webdeployPublishBasicAuthenticationEnabled: false,
+      identity: { type: "UserAssigned", identityIds: [props.identity.id] },
+      keyVaultReferenceIdentityId: props.identity.id,
+      virtualNetworkSubnetId: props.vnetSubnetId,
+      appSettings: { WEBSITE_RUN_FROM_PACKAGE: "1", AZURE_CLIENT_ID: props.identity.clientId, ...props.appSettings },
+      siteConfig: {
+        applicationStack: { nodeVersion: "22" },
+        applicationInsightsConnectionString: props.insightsConnectionString,
+        minimumTlsVersion: "1.2",
+        ftpsState: "Disabled",
+        http2Enabled: true,
+        vnetRouteAllEnabled: props.vnetSubnetId !== undefined,
+        appScaleLimit: props.scaleLimit,
+      },
+    });
+  }
+}

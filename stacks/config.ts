@@ -1,0 +1,156 @@
+/**
+ * Configuration shared by the three stacks: one flat, typed, validated object.
+ *
+ * Sources, later wins: defaults < `cdktf.json` → `context.webhooks` < environment
+ * (`WEBHOOKS_` + the key in SCREAMING_SNAKE_CASE, e.g. `maxDeliveryAttempts` ←
+ * `WEBHOOKS_MAX_DELIVERY_ATTEMPTS`). A bad value stops the synth with a message naming the key,
+ * the variable and what it expects.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+export class StackConfigError extends Error {
+  override name = "StackConfigError";
+}
+
+/** CloudWatch Logs accepts only these retention periods, so every cloud uses one of them. */
+const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731] as const;
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z.union([z.boolean(), z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1")]);
+
+export const stackConfigSchema = z.object({
+  /**
+   * Prefix of every resource name. Lower-case letters, digits and inner hyphens, 3 to 12
+   * characters, because Azure storage accounts (24) and GCP service accounts (30) are short.
+   * Storage accounts and Key Vaults are globally unique: pick a prefix of your own. Default: `webhooks`.
+   */
+  namePrefix: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{1,10}[a-z0-9]$/, "3-12 characters: lower-case letters, digits, inner hyphens; starts with a letter")
+    .default("webhooks"),
+  /** AWS region. Default: `eu-west-1`. */
+  awsRegion: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "an AWS region such as eu-west-1").default("eu-west-1"),
+  /** Azure location. Default: `westeurope`. */
+  azureLocation: z.string().regex(/^[a-z0-9]+$/, "an Azure location such as westeurope").default("westeurope"),
+  /** GCP project id (required to deploy; the default only lets synth run). Default: `webhooks-example`. */
+  gcpProject: z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, "a GCP project id (6-30 characters)").default("webhooks-example"),
+  /** GCP region. Default: `europe-west1`. */
+  gcpRegion: z.string().regex(/^[a-z]+-[a-z]+\d$/, "a GCP region such as europe-west1").default("europe-west1"),
+  /**
+   * Deliveries of one queue message before it goes to the dead-letter queue (SQS
+   * `maxReceiveCount`, Service Bus `max_delivery_count`, Pub/Sub `max_delivery_attempts`).
+   * 5..100 because Pub/Sub accepts nothing outside that range. The inbound retry schedule
+   * (1, 5, 15 min) runs in the processor; this count is the backstop for crashes. Default: 5.
+   */
+  maxDeliveryAttempts: int(5, 100).default(5),
+  /** Retention of the main queue, days (Pub/Sub subscriptions keep at most 7). Default: 4. */
+  queueRetentionDays: int(1, 7).default(4),
+  /** Retention of the dead-letter queue, days (SQS keeps at most 14). Default: 14. */
+  deadLetterRetentionDays: int(1, 14).default(14),
+  /** Most processor instances at once (SQS mapping `maximum_concurrency` needs ≥ 2). Default: 5. */
+  processorConcurrency: int(2, 1000).default(5),
+  /** Messages handed to one processor invocation (SQS, Service Bus prefetch). Default: 10. */
+  processorBatchSize: int(1, 10).default(10),
+  /** Processor timeout, seconds; the queue visibility/lock/ack deadline follows from it. Default: 60. */
+  processorTimeoutSeconds: int(10, 300).default(60),
+  /** Relay timeout, seconds. Default: 120. */
+  relayTimeoutSeconds: int(10, 900).default(120),
+  /** The relay runs every N minutes (its LISTEN/poll loop drains the outbox meanwhile). Default: 1. */
+  relayIntervalMinutes: int(1, 60).default(1),
+  /** Memory of each function, MiB. Default: 512. */
+  functionMemoryMb: int(128, 4096).default(512),
+  /** Log retention, days; one of CloudWatch's values. Default: 30. */
+  logRetentionDays: z.coerce
+    .number()
+    .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), `one of ${LOG_RETENTION_DAYS.join(", ")}`)
+    .default(30),
+  /** Automated database backups kept, days. Default: 7. */
+  backupRetentionDays: int(1, 35).default(7),
+  /** Aurora Serverless v2 capacity range, ACU. Defaults: 0.5 and 4. */
+  auroraMinCapacity: z.coerce.number().min(0).max(256).default(0.5),
+  auroraMaxCapacity: z.coerce.number().min(1).max(256).default(4),
+  /** Azure PostgreSQL Flexible Server SKU. Default: `B_Standard_B1ms`. */
+  azurePostgresSku: z.string().regex(/^(B|GP|MO)_\w+$/, "a Flexible Server SKU such as B_Standard_B1ms").default("B_Standard_B1ms"),
+  /** Azure PostgreSQL storage, MB. Default: 32768. */
+  azurePostgresStorageMb: int(32768, 33553408).default(32768),
+  /** Cloud SQL machine tier. Default: `db-custom-1-3840`. */
+  cloudSqlTier: z.string().regex(/^db-[a-z0-9-]+$/, "a Cloud SQL tier such as db-custom-1-3840").default("db-custom-1-3840"),
+  /**
+   * AWS only: API Gateway sends the request straight to SQS (no ingest Lambda) and the processor
+   * verifies the signature. See docs/clouds.md for the trade-off. Default: false.
+   */
+  awsDirectQueueIngress: bool.default(false),
+});
+
+export type StackConfig = z.infer<typeof stackConfigSchema>;
+export type StackConfigInput = Partial<Record<keyof StackConfig, unknown>>;
+
+/** `maxDeliveryAttempts` → `WEBHOOKS_MAX_DELIVERY_ATTEMPTS`. */
+export function envNameFor(key: string): string {
+  return `WEBHOOKS_${key.replace(/([A-Z])/g, "_$1").toUpperCase()}`;
+}
+
+/**
+ * Merges context and environment over the defaults and validates the result.
+ * @throws StackConfigError naming every bad key.
+ */
+export function loadStackConfig(
+  context: Record<string, unknown> = {},
+  env: Record<string, string | undefined> = process.env,
+): StackConfig {
+  const picked: Record<string, unknown> = {};
+  const origin: Record<string, string> = {};
+  for (const key of Object.keys(stackConfigSchema.shape)) {
+    if (context[key] !== undefined) {
+      picked[key] = context[key];
+      origin[key] = `cdktf.json context.webhooks.${key}`;
+    }
+    const fromEnv = env[envNameFor(key)];
+    if (fromEnv !== undefined && fromEnv !== "") {
+      picked[key] = fromEnv;
+      origin[key] = envNameFor(key);
+    }
+  }
+  const unknown = Object.keys(context).filter((k) => !(k in stackConfigSchema.shape));
+  const parsed = stackConfigSchema.safeParse(picked);
+  const problems = unknown.map((k) => `- ${k}: unknown key in cdktf.json context.webhooks`);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const key = String(issue.path[0]);
+      problems.push(`- ${key} (from ${origin[key] ?? "default"}): ${issue.message}; got ${JSON.stringify(picked[key])}`);
+    }
+  }
+  if (parsed.success && parsed.data.auroraMinCapacity > parsed.data.auroraMaxCapacity) {
+    problems.push(`- auroraMinCapacity (${parsed.data.auroraMinCapacity}) must not exceed auroraMaxCapacity (${parsed.data.auroraMaxCapacity})`);
+  }
+  if (problems.length > 0 || !parsed.success) {
+    throw new StackConfigError(
+      `Invalid stack configuration:\n${problems.join("\n")}\nFix cdktf.json (context.webhooks) or the WEBHOOKS_* environment variables.`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Reads `context.webhooks` from a cdktf.json, or from the CLI's CDKTF_CONTEXT_JSON when set. */
+export function readContext(cdktfJsonPath = "cdktf.json", env: Record<string, string | undefined> = process.env): Record<string, unknown> {
+  const fromCli = env.CDKTF_CONTEXT_JSON;
+  let raw: unknown;
+  try {
+    raw = fromCli ? JSON.parse(fromCli) : (JSON.parse(readFileSync(cdktfJsonPath, "utf8")) as { context?: unknown }).context;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
+    throw new StackConfigError(`Cannot read the stack context from ${fromCli ? "CDKTF_CONTEXT_JSON" : cdktfJsonPath}: ${(error as Error).message}`, { cause: error });
+  }
+  const webhooks = (raw as { webhooks?: unknown } | undefined)?.webhooks;
+  if (webhooks === undefined) return {};
+  if (typeof webhooks !== "object" || webhooks === null || Array.isArray(webhooks)) {
+    throw new StackConfigError("context.webhooks in cdktf.json must be an object of stack settings (see docs/clouds.md)");
+  }
+  return webhooks as Record<string, unknown>;
+}
+
+/** Seconds a relay run may drain before returning: its timeout less a margin to finish cleanly. */
+export function relayBudgetSeconds(timeoutSeconds: number): number {
+  return Math.max(10, timeoutSeconds - Math.min(30, Math.ceil(timeoutSeconds / 4)));
+}

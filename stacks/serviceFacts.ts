@@ -1,0 +1,95 @@
+/**
+ * Static service facts that matter for webhooks, keyed by the Terraform resource type that
+ * brings the service into a stack. The comparison shows a fact only for the resource types it
+ * finds in the synthesized JSON; it never decides from this table which services a stack uses.
+ */
+
+export interface QueueFacts {
+  service: string;
+  maxMessageSize: string;
+  maxRetention: string;
+  deliveryAttempts: string;
+  maxDelay: string;
+  ordering: string;
+  source: string;
+}
+
+/** Keyed by the resource type that holds the delivery settings. */
+export const QUEUE_FACTS: Record<string, QueueFacts> = {
+  aws_sqs_queue: {
+    service: "Amazon SQS (standard queue)",
+    maxMessageSize: "1 MiB (256 KiB before Aug 2025); larger → claim-check in S3",
+    maxRetention: "14 days",
+    deliveryAttempts: "maxReceiveCount 1-1000 (redrive policy)",
+    maxDelay: "15 min per message (DelaySeconds)",
+    ordering: "FIFO queue with MessageGroupId (lower throughput)",
+    source: "AWS SQS developer guide, quotas (2025)",
+  },
+  azurerm_servicebus_queue: {
+    service: "Azure Service Bus queue",
+    maxMessageSize: "256 KB Standard; 100 MB Premium",
+    maxRetention: "message TTL unbounded (TimeSpan.Max); dead-letter subqueue keeps until read",
+    deliveryAttempts: "MaxDeliveryCount ≥ 1 (default 10)",
+    maxDelay: "any future time (scheduled messages)",
+    ordering: "sessions (requires_session, SessionId)",
+    source: "Azure Service Bus quotas and messaging docs (2025)",
+  },
+  google_pubsub_subscription: {
+    service: "Google Cloud Pub/Sub (push subscription)",
+    maxMessageSize: "10 MB",
+    maxRetention: "7 days on a subscription; 31 days on a topic",
+    deliveryAttempts: "max_delivery_attempts 5-100 (dead-letter policy)",
+    maxDelay: "no per-message delay; retry backoff 0-600 s",
+    ordering: "ordering keys (enable_message_ordering)",
+    source: "Google Cloud Pub/Sub quotas and subscription docs (2025)",
+  },
+};
+
+/** Human names of the resource types, for the per-component service column. */
+export const SERVICE_OF: [prefix: string, service: string][] = [
+  ["aws_apigatewayv2", "API Gateway (HTTP API)"],
+  ["aws_lambda", "Lambda"],
+  ["aws_sqs", "SQS"],
+  ["aws_rds", "Aurora PostgreSQL"],
+  ["aws_db_", "Aurora PostgreSQL"],
+  ["aws_scheduler", "EventBridge Scheduler"],
+  ["aws_secretsmanager", "Secrets Manager"],
+  ["aws_iam", "IAM"],
+  ["aws_cloudwatch", "CloudWatch"],
+  ["aws_sns", "SNS"],
+  ["aws_s3", "S3"],
+  ["aws_", "VPC"],
+  ["azurerm_linux_function_app", "Functions"],
+  ["azurerm_service_plan", "Functions"],
+  ["azurerm_storage", "Storage"],
+  ["azurerm_servicebus", "Service Bus"],
+  ["azurerm_postgresql", "PostgreSQL Flexible Server"],
+  ["azurerm_key_vault", "Key Vault"],
+  ["azurerm_user_assigned_identity", "Managed Identity"],
+  ["azurerm_role_assignment", "RBAC"],
+  ["azurerm_application_insights", "Application Insights"],
+  ["azurerm_log_analytics", "Log Analytics"],
+  ["azurerm_monitor", "Azure Monitor"],
+  ["azurerm_api_management", "API Management"],
+  ["azurerm_resource_group", "Resource group"],
+  ["azurerm_", "Virtual Network"],
+  ["google_api_gateway", "API Gateway"],
+  ["google_cloudfunctions2", "Cloud Run functions"],
+  ["google_cloud_run", "Cloud Run IAM"],
+  ["google_storage", "Cloud Storage"],
+  ["google_pubsub", "Pub/Sub"],
+  ["google_sql", "Cloud SQL"],
+  ["google_secret_manager", "Secret Manager"],
+  ["google_service_account", "IAM"],
+  ["google_project_iam", "IAM"],
+  ["google_cloud_scheduler", "Cloud Scheduler"],
+  ["google_monitoring", "Cloud Monitoring"],
+  ["google_logging", "Cloud Logging"],
+  ["google_project_service", "Service Usage"],
+  ["google_vpc_access", "Serverless VPC Access"],
+  ["google_", "VPC"],
+];
+
+export function serviceOf(type: string): string {
+  return SERVICE_OF.find(([prefix]) => type.startsWith(prefix))?.[1] ?? type;
+}

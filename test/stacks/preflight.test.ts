@@ -1,0 +1,98 @@
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { describePreflight, onPath, preflight } from "../../stacks/preflight.js";
+import { fixtureArtifacts } from "./synthFixture.js";
+
+let bin: string;
+let home: string;
+let artifacts: string;
+const noContext = join(tmpdir(), "no-such-cdktf.json");
+
+beforeAll(() => {
+  const root = mkdtempSync(join(tmpdir(), "webhooks-preflight-"));
+  bin = join(root, "bin");
+  home = join(root, "home");
+  mkdirSync(bin);
+  mkdirSync(home);
+  artifacts = fixtureArtifacts();
+});
+
+function fakeBinary(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "webhooks-bin-"));
+  const path = join(dir, name);
+  writeFileSync(path, "#!/bin/sh\nexit 0\n");
+  chmodSync(path, 0o755);
+  return dir;
+}
+
+describe("deploy preflight", () => {
+  it("names every missing piece with what to do, and finds nothing on an empty PATH", () => {
+    const noBuild = mkdtempSync(join(tmpdir(), "webhooks-nobuild-"));
+    const result = preflight("aws", { env: { PATH: bin, WEBHOOKS_ARTIFACTS_DIR: noBuild }, home, cdktfJson: noContext });
+    expect(result.ok).toBe(false);
+    const message = describePreflight("aws", result);
+    expect(message).toContain("no `terraform` or `tofu` on PATH");
+    expect(message).toContain("no AWS credentials: set AWS_PROFILE");
+    expect(message).toContain("run `npm run build:functions` first");
+  });
+
+  it("passes for AWS with terraform, an access key and built functions", () => {
+    const env = { PATH: fakeBinary("terraform"), AWS_ACCESS_KEY_ID: "AKIAEXAMPLE", AWS_SECRET_ACCESS_KEY: "x", WEBHOOKS_ARTIFACTS_DIR: artifacts };
+    const result = preflight("aws", { env, home, cdktfJson: noContext });
+    expect(result.missing).toEqual([]);
+    expect(result.binary).toBe("terraform");
+    expect(describePreflight("aws", result)).toMatch(/^Ready to deploy aws: terraform/);
+  });
+
+  it("accepts OpenTofu alone and reports it, so deploy can point cdktf at it", () => {
+    const result = preflight("aws", { env: { PATH: fakeBinary("tofu"), AWS_PROFILE: "dev", WEBHOOKS_ARTIFACTS_DIR: artifacts }, home, cdktfJson: noContext });
+    expect(result.ok).toBe(true);
+    expect(result.binary).toBe("tofu");
+  });
+
+  it("finds AWS shared credentials in the home directory", () => {
+    const withAws = mkdtempSync(join(tmpdir(), "webhooks-home-"));
+    mkdirSync(join(withAws, ".aws"));
+    writeFileSync(join(withAws, ".aws", "credentials"), "[default]\n");
+    const result = preflight("aws", { env: { PATH: fakeBinary("terraform"), WEBHOOKS_ARTIFACTS_DIR: artifacts }, home: withAws, cdktfJson: noContext });
+    expect(result.ok).toBe(true);
+    expect(result.found.join(" ")).toContain(".aws");
+  });
+
+  it("asks Azure for a subscription id and the database password, and does not count a partial service principal", () => {
+    const env = { PATH: fakeBinary("terraform"), ARM_CLIENT_ID: "id", WEBHOOKS_ARTIFACTS_DIR: artifacts };
+    const result = preflight("azure", { env, home, cdktfJson: noContext });
+    expect(result.missing).toEqual([
+      expect.stringContaining("no Azure credentials: run `az login`"),
+      expect.stringContaining("ARM_SUBSCRIPTION_ID is not set"),
+      expect.stringContaining("TF_VAR_db_admin_password is not set"),
+    ]);
+    const complete = { ...env, ARM_TENANT_ID: "t", ARM_CLIENT_SECRET: "s", ARM_SUBSCRIPTION_ID: "sub", TF_VAR_db_admin_password: "pw" };
+    expect(preflight("azure", { env: complete, home, cdktfJson: noContext }).ok).toBe(true);
+  });
+
+  it("rejects a GOOGLE_APPLICATION_CREDENTIALS file that does not exist, and the example project", () => {
+    const env = { PATH: fakeBinary("terraform"), GOOGLE_APPLICATION_CREDENTIALS: "/nope/key.json", TF_VAR_db_admin_password: "pw", WEBHOOKS_ARTIFACTS_DIR: artifacts };
+    const result = preflight("gcp", { env, home, cdktfJson: noContext });
+    expect(result.missing).toEqual([expect.stringContaining("no GCP credentials"), expect.stringContaining("no GCP project chosen: set WEBHOOKS_GCP_PROJECT")]);
+    const adcHome = mkdtempSync(join(tmpdir(), "webhooks-home-"));
+    mkdirSync(join(adcHome, ".config", "gcloud"), { recursive: true });
+    writeFileSync(join(adcHome, ".config", "gcloud", "application_default_credentials.json"), "{}");
+    const ok = preflight("gcp", { env: { ...env, GOOGLE_APPLICATION_CREDENTIALS: undefined, WEBHOOKS_GCP_PROJECT: "my-project-1" }, home: adcHome, cdktfJson: noContext });
+    expect(ok.missing).toEqual([]);
+  });
+
+  it("refuses to deploy placeholder code", () => {
+    const env = { PATH: fakeBinary("terraform"), AWS_PROFILE: "dev", WEBHOOKS_ARTIFACTS_DIR: artifacts, WEBHOOKS_SYNTH_PLACEHOLDERS: "1" };
+    expect(preflight("aws", { env, home, cdktfJson: noContext }).missing).toEqual([expect.stringContaining("WEBHOOKS_SYNTH_PLACEHOLDERS=1 is set")]);
+  });
+
+  it("looks only at executables on the given PATH", () => {
+    const dir = fakeBinary("terraform");
+    writeFileSync(join(dir, "tofu"), "not executable");
+    expect(onPath("terraform", { PATH: dir })).toBe(join(dir, "terraform"));
+    expect(onPath("tofu", { PATH: dir })).toBeUndefined();
+  });
+});
