@@ -28,11 +28,46 @@ const schema = z.object({
    * (e.g. `127.0.0.1,localhost` for a local demo). Default: none.
    */
   ALLOWED_DESTINATIONS: z.string().default(""),
+  /** Outbound relay: most deliveries claimed per query. Default: 100. */
+  OUTBOUND_BATCH_SIZE: intFrom(1, 1000).default(100),
+  /** Outbound relay: most deliveries in flight at once. Default: 64. */
+  OUTBOUND_CONCURRENCY: intFrom(1, 1024).default(64),
+  /** Outbound relay: lease length in seconds; must exceed OUTBOUND_TIMEOUT_MS. Default: 60. */
+  OUTBOUND_LEASE_SECONDS: intFrom(5, 3600).default(60),
+  /** Outbound relay: backstop poll when no NOTIFY arrives, in ms. Default: 1000. */
+  OUTBOUND_POLL_INTERVAL_MS: intFrom(10, 60_000).default(1000),
+  /** Outbound: deadline of one delivery attempt, in ms. Default: 10000. */
+  OUTBOUND_TIMEOUT_MS: intFrom(100, 120_000).default(10_000),
+  /** Outbound: attempts per delivery before it becomes a dead letter (a subscription may override). Default: 12. */
+  OUTBOUND_MAX_ATTEMPTS: intFrom(1, 100).default(12),
+  /** Outbound: consecutive failures that mark an endpoint degraded / disabled. Default: 5 / 20. */
+  OUTBOUND_DEGRADE_AFTER: intFrom(1, 10_000).default(5),
+  OUTBOUND_DISABLE_AFTER: intFrom(1, 10_000).default(20),
+  /** Outbound: seconds between probes of a disabled endpoint. Default: 60. */
+  OUTBOUND_PROBE_INTERVAL_SECONDS: intFrom(1, 86_400).default(60),
   /** Inbound partners as JSON (see README), or PARTNERS_FILE pointing at such a file. */
   PARTNERS: z.string().optional(),
   PARTNERS_FILE: z.string().optional(),
+  /** Inbox entries the processor claims per round. Default: 20. */
+  INBOX_BATCH_SIZE: intFrom(1, 1000).default(20),
+  /** Seconds a processor's claim lasts before another may take the entry. Default: 60. */
+  INBOX_LEASE_SECONDS: intFrom(1, 3600).default(60),
+  /** Processor poll interval when idle, in ms (local ingest also wakes it). Default: 1000. */
+  INBOX_POLL_MS: intFrom(10, 60_000).default(1000),
+  /** Seconds to wait after the 1st, 2nd, … processing failure; one more quarantines. Default: 60,300,900. */
+  INBOX_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "use comma-separated whole seconds, e.g. 60,300,900")
+    .default("60,300,900")
+    .transform((s) => s.split(",").map((x) => Number(x.trim()))),
+  /** Seconds before a deferred entry is looked at again (sooner when its entity changes). Default: 30. */
+  INBOX_DEFER_DELAY_SECONDS: intFrom(1, 86_400).default(30),
+  /** Seconds an entry may stay deferred, from its first deferral, before quarantine. Default: 3600. */
+  INBOX_DEFER_DEADLINE_SECONDS: intFrom(1, 30 * 86_400).default(3600),
   /** Where a new dead letter or quarantined entry is announced (signed, via our own outbox). */
   ALERT_WEBHOOK_URL: z.string().url().optional(),
+  /** Signing secret (`whsec_…`) of the alert subscription, so the receiver can verify alerts. Absent: generated, not retrievable. */
+  ALERT_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, "use whsec_ followed by base64 (e.g. from `webhooks subscriptions create`)").optional(),
 });
 
 export type Config = z.infer<typeof schema> & { ADMIN_TOKEN: string; adminTokenGenerated: boolean };

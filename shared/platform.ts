@@ -10,6 +10,8 @@ import { HttpError, type Route } from "./server/router.js";
 import { createLogger } from "./telemetry/log.js";
 import { outboundRoutes } from "./server/routes/outbound.js";
 import { inboundRoutes } from "./server/routes/inbound.js";
+import { startInboxWorker } from "./inbound/worker.js";
+import { startOutboundRelay } from "./outbound/worker.js";
 import { adminRoutes } from "./server/routes/admin.js";
 
 export interface PlatformContext {
@@ -68,6 +70,8 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   const workers: BackgroundWorker[] = [];
   if (options.workers !== false) {
     // Each area registers its workers here.
+    workers.push(startInboxWorker(ctx));
+    workers.push(await startOutboundRelay(ctx));
   }
 
   return {

@@ -1,0 +1,96 @@
+/**
+ * The same workload on graphile-worker 0.17: one job per event, whose task POSTs the event to the
+ * receiver with the same transport (signing, keep-alive pool) our relay uses, so the comparison is
+ * between the queue machinery, not the HTTP clients. Tuned as its performance page advises
+ * (https://worker.graphile.org/docs/performance): local queue (batch fetch), batched completion
+ * (`completeJobBatchDelay: 0`), `useNodeTime`, a pool sized for the concurrency.
+ */
+import { EventEmitter } from "node:events";
+import { performance } from "node:perf_hooks";
+import { Logger, makeWorkerUtils, run, type Task } from "graphile-worker";
+import pg from "pg";
+import { generateSecret } from "../../shared/outbound/signature.js";
+import { createTransport } from "../../shared/outbound/transport.js";
+import type { RunResult } from "./ours.js";
+import { cpuMsSince, eventData, freshDatabase, waitFor } from "./support.js";
+
+const quiet = new Logger(() => () => {});
+
+export async function runGraphile(receiverUrl: string, events: number, concurrency: number, localQueueSize: number, options: { noHttp?: boolean } = {}): Promise<RunResult> {
+  const fresh = await freshDatabase("bench_graphile");
+  const transport = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: concurrency });
+  const secrets = [generateSecret()];
+  try {
+    const utils = await makeWorkerUtils({ connectionString: fresh.url, logger: quiet });
+    await utils.migrate();
+    const enqStart = performance.now();
+    const perCall = 500;
+    for (let i = 0; i < events; i += perCall) {
+      const specs = [];
+      for (let j = i; j < Math.min(events, i + perCall); j++) {
+        const body = JSON.stringify({ id: `evt_${j}`, type: "bench.created", timestamp: new Date().toISOString(), data: eventData(j) });
+        specs.push({ identifier: "deliver", payload: { webhookId: `evt_${j}:sub_1`, body } });
+      }
+      await utils.addJobs(specs);
+    }
+    const enqueueSeconds = (performance.now() - enqStart) / 1000;
+    await utils.release();
+
+    const deliver: Task = async (payload) => {
+      const { webhookId, body } = payload as { webhookId: string; body: string };
+      if (options.noHttp) return; // diagnostic: the queue's own cost
+      const out = await transport.deliver({ url: `${receiverUrl}/graphile`, webhookId, timestamp: Math.floor(Date.now() / 1000), body, secrets });
+      if (out.result !== "delivered") throw new Error(`delivery failed: ${out.errorClass}`);
+    };
+    let succeeded = 0;
+    let failed = 0;
+    const emitter = new EventEmitter();
+    emitter.on("job:success", () => { succeeded += 1; });
+    emitter.on("job:error", () => { failed += 1; });
+
+    const cpu = process.cpuUsage();
+    const start = performance.now();
+    const runner = await run({
+      taskList: { deliver },
+      noHandleSignals: true,
+      logger: quiet,
+      events: emitter as never,
+      preset: {
+        worker: {
+          connectionString: fresh.url,
+          concurrentJobs: concurrency,
+          maxPoolSize: Math.min(concurrency + 2, 30),
+          pollInterval: 200,
+          useNodeTime: true,
+          localQueue: { size: localQueueSize },
+          completeJobBatchDelay: 0,
+          failJobBatchDelay: 0,
+        },
+      },
+    });
+    await waitFor(() => succeeded >= events || failed > 0, 600_000);
+    // Success events fire before batched completions are written: stop the clock when the table is empty.
+    const check = new pg.Client({ connectionString: fresh.url });
+    await check.connect();
+    await waitFor(async () => (await check.query("SELECT count(*)::int AS n FROM graphile_worker._private_jobs")).rows[0].n === 0, 60_000, 2);
+    const seconds = (performance.now() - start) / 1000;
+    const cpuMs = cpuMsSince(cpu);
+    await check.end();
+    await runner.stop();
+    if (failed > 0) throw new Error(`${failed} graphile-worker jobs failed: the benchmark is void`);
+    return {
+      events,
+      enqueuePerSecond: events / enqueueSeconds,
+      seconds,
+      perSecond: events / seconds,
+      cpuMsPerEvent: cpuMs / events,
+      breakdown: [
+        `concurrentJobs ${concurrency}, localQueue.size ${localQueueSize}, completeJobBatchDelay 0, useNodeTime, pool ${Math.min(concurrency + 2, 30)}`,
+        `process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / (seconds * 1000)) * 100).toFixed(0)}% of one core)`,
+      ],
+    };
+  } finally {
+    await transport.close();
+    await fresh.drop();
+  }
+}

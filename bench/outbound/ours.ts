@@ -1,0 +1,139 @@
+/**
+ * Our relay on a fresh PostgreSQL database: N events enqueued first (timed separately), then one
+ * relay delivers them; the clock stops when the last completion is written (delivered in the DB).
+ * The database and transport are wrapped to time where the relay spends its wall-clock time.
+ */
+import { performance } from "node:perf_hooks";
+import { openDatabase } from "../../shared/db/open.js";
+import type { Database, Queryable, Transaction } from "../../shared/db/port.js";
+import { enqueue } from "../../shared/outbound/enqueue.js";
+import { createRelay } from "../../shared/outbound/relay.js";
+import { createSubscription } from "../../shared/outbound/subscriptions.js";
+import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { cpuMsSince, eventData, freshDatabase, waitFor } from "./support.js";
+
+export interface RunResult {
+  events: number;
+  enqueuePerSecond: number;
+  seconds: number;
+  perSecond: number;
+  cpuMsPerEvent: number;
+  breakdown: string[];
+}
+
+interface Timer { calls: number; ms: number }
+const timed = () => ({ claim: { calls: 0, ms: 0 }, complete: { calls: 0, ms: 0 }, http: { calls: 0, ms: 0 } });
+
+/** Wraps `query` so each statement family's wall time is summed (claims vs completion writes). */
+function timeQueries<Q extends Queryable>(q: Q, t: ReturnType<typeof timed>): Q {
+  const query = q.query.bind(q);
+  const wrapped = async (text: string, values?: unknown[]) => {
+    const start = performance.now();
+    try {
+      return await query(text, values);
+    } finally {
+      const slot: Timer | null = /SKIP LOCKED/.test(text) ? t.claim : null;
+      if (slot) { slot.calls += 1; slot.ms += performance.now() - start; }
+    }
+  };
+  return Object.assign(Object.create(q) as Q, { query: wrapped });
+}
+
+function instrument(db: Database, t: ReturnType<typeof timed>): Database {
+  const d = timeQueries(db, t);
+  return Object.assign(d, {
+    transaction: async <T>(fn: (tx: Transaction) => Promise<T>) => {
+      const start = performance.now();
+      try {
+        return await db.transaction(fn);
+      } finally {
+        t.complete.calls += 1;
+        t.complete.ms += performance.now() - start;
+      }
+    },
+    listen: db.listen.bind(db),
+    close: db.close.bind(db),
+    kind: db.kind,
+  });
+}
+
+/**
+ * @param connections HTTP connections to the receiver (the transport's pool): the same for every contender.
+ * @param concurrency the relay's `concurrency`: deliveries held at once, in flight or awaiting their completion write.
+ */
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean } = {}): Promise<RunResult> {
+  const fresh = await freshDatabase("bench_outbox");
+  const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
+  try {
+    await createSubscription(db, { url: `${receiverUrl}/ours`, eventTypes: ["bench.*"] });
+    // Enqueue as an application would: many transactions, a few at a time (8 writers, 200 events each).
+    const enqStart = performance.now();
+    const perTx = 200;
+    let next = 0;
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < events) {
+        const from = next;
+        next += perTx;
+        await db.transaction(async (tx) => {
+          for (let j = from; j < Math.min(events, from + perTx); j++) {
+            await enqueue(tx, { id: `evt_${j}`, type: "bench.created", data: eventData(j) });
+          }
+        });
+      }
+    }));
+    const enqueueSeconds = (performance.now() - enqStart) / 1000;
+
+    const t = timed();
+    const base = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: connections });
+    // The no-HTTP variant (a diagnostic, named as such) answers every attempt "delivered" at once:
+    // what remains is the outbox's own cost, claims and completion writes.
+    const instant = async () => ({ result: "delivered" as const, status: 204, latencyMs: 0, errorClass: null, responseExcerpt: "", retryAfterSeconds: null });
+    const transport: Transport = {
+      deliver: async (req) => {
+        const out = options.noHttp ? await instant() : await base.deliver(req);
+        t.http.calls += 1;
+        t.http.ms += out.latencyMs;
+        return out;
+      },
+      close: () => base.close(),
+    };
+    let delivered = 0;
+    let failed = 0;
+    const relay = createRelay({
+      db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200,
+      onCompleted: (completions) => {
+        for (const c of completions) {
+          if (c.decision.status === "delivered") delivered += 1;
+          else failed += 1;
+        }
+      },
+    });
+    const cpu = process.cpuUsage();
+    const start = performance.now();
+    await relay.start();
+    await waitFor(() => delivered >= events || failed > 0, 600_000);
+    const seconds = (performance.now() - start) / 1000;
+    const cpuMs = cpuMsSince(cpu);
+    await relay.stop();
+    await transport.close();
+    if (failed > 0) throw new Error(`${failed} deliveries did not succeed: the benchmark is void`);
+    const wall = seconds * 1000;
+    const avg = (x: Timer) => (x.calls ? x.ms / x.calls : 0);
+    return {
+      events,
+      enqueuePerSecond: events / enqueueSeconds,
+      seconds,
+      perSecond: events / seconds,
+      cpuMsPerEvent: cpuMs / events,
+      breakdown: [
+        `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (serial: the loop waits on each)`,
+        `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), busy ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
+        `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,
+        `relay process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / wall) * 100).toFixed(0)}% of one core)`,
+      ],
+    };
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+}

@@ -1,0 +1,77 @@
+/** Shared pieces of the outbound benchmark: the receiver process, fresh databases, the payload. */
+import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+
+export const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** A realistic small webhook body (~300 bytes), the same for every contender. */
+export function eventData(i: number) {
+  return { orderId: `ord_${i}`, customer: `cus_${i % 977}`, amountCents: 1000 + (i % 5000), currency: "EUR", items: [{ sku: "SKU-1", qty: 1 }, { sku: "SKU-2", qty: 2 }] };
+}
+
+export interface Receiver {
+  url: string;
+  stats(): Promise<{ count: number; cpuMs: number }>;
+  stop(): Promise<void>;
+}
+
+/** Starts the no-op receiver in its own Node process (through tsx, like the bench itself). */
+export async function startReceiver(): Promise<Receiver> {
+  const child: ChildProcess = fork(fileURLToPath(new URL("./noopReceiver.ts", import.meta.url)), [], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`receiver exited with ${code}`)));
+    child.on("message", (m: { ready?: number }) => { if (m.ready) resolve(m.ready); });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stats: () => new Promise((resolve) => {
+      const onMessage = (m: { count?: number; cpuMs?: number }) => {
+        if (typeof m.count === "number") { child.off("message", onMessage); resolve(m as { count: number; cpuMs: number }); }
+      };
+      child.on("message", onMessage);
+      child.send("stats");
+    }),
+    stop: () => new Promise((resolve) => { child.removeAllListeners("exit"); child.once("exit", () => resolve()); child.send("stop"); }),
+  };
+}
+
+/** Creates an empty database on the server; `drop` removes it (connections forced out). */
+export async function freshDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(5).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** Resolves once `done()` holds, checking every `everyMs`; rejects after `timeoutMs`. */
+export async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 5): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** CPU ms this process used since `start` (a `process.cpuUsage()` reading). */
+export const cpuMsSince = (start: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1000;
+};

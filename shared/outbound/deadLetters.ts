@@ -1,0 +1,128 @@
+/**
+ * Dead letters: deliveries that will not be retried automatically. Listed, inspected (with the
+ * event body and every attempt), and replayed one by one or in bulk. A replay puts the delivery
+ * back on the normal path (pending, due now, attempt count restarted) and is recorded.
+ */
+import type { Queryable } from "../db/port.js";
+import { DELIVERY_COLUMNS, listAttempts, type Attempt, type Delivery } from "./deliveries.js";
+import { NotADeadLetterError, NotFoundError, OutboundValidationError } from "./errors.js";
+import { NOTIFY_CHANNEL } from "./notify.js";
+
+export interface DeadLetterFilter {
+  subscriptionId?: string;
+  eventType?: string;
+  /** Only dead letters whose reason starts with this (e.g. `exhausted`, `permanent`). */
+  reasonPrefix?: string;
+  /** Only those that died before this instant. */
+  deadBefore?: Date;
+}
+
+export interface DeadLetter extends Delivery {
+  /** The exact body that was sent (and will be sent again on replay). */
+  body: string;
+  attemptLog: Attempt[];
+  replayHistory: { previousReason: string | null; requestedBy: string | null; createdAt: Date }[];
+}
+
+/** Dead letters matching `filter`, in id order (pages with `after` = the last id of the previous page). */
+export async function listDeadLetters(
+  q: Queryable,
+  filter: DeadLetterFilter & { limit?: number; after?: string } = {},
+): Promise<Delivery[]> {
+  const { rows } = await q.query<Delivery>(
+    `SELECT ${DELIVERY_COLUMNS}
+     FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id
+     WHERE d.status = 'dead'
+       AND ($1::text IS NULL OR d.subscription_id = $1)
+       AND ($2::text IS NULL OR e.type = $2)
+       AND ($3::text IS NULL OR starts_with(d.dead_reason, $3))
+       AND ($4::timestamptz IS NULL OR d.dead_at < $4)
+       AND ($5::text IS NULL OR d.id > $5)
+     ORDER BY d.id
+     LIMIT $6`,
+    [filter.subscriptionId ?? null, filter.eventType ?? null, filter.reasonPrefix ?? null, filter.deadBefore ?? null, filter.after ?? null, filter.limit ?? 100],
+  );
+  return rows;
+}
+
+/** A dead letter with its body, attempts and replay history; NotFoundError if it is not dead. */
+export async function getDeadLetter(q: Queryable, id: string): Promise<DeadLetter> {
+  const { rows } = await q.query<Delivery & { body: string }>(
+    `SELECT ${DELIVERY_COLUMNS}, e.body
+     FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id
+     WHERE d.id = $1 AND d.status = 'dead'`,
+    [id],
+  );
+  if (!rows[0]) throw new NotFoundError("dead letter", id);
+  const history = await q.query<DeadLetter["replayHistory"][number]>(
+    `SELECT previous_reason AS "previousReason", requested_by AS "requestedBy", created_at AS "createdAt"
+     FROM outbound_replays WHERE delivery_id = $1 ORDER BY id`,
+    [id],
+  );
+  return { ...rows[0], attemptLog: await listAttempts(q, id), replayHistory: history.rows };
+}
+
+/**
+ * Replays the given dead letters: each becomes pending and due now, its attempt count restarts,
+ * and a replay record keeps the reason it died. Returns the ids replayed (those that were dead).
+ */
+async function replayIds(q: Queryable, ids: readonly string[], requestedBy: string | null): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<{ id: string }>(
+    `WITH replayed AS (
+       UPDATE outbound_deliveries d
+       SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_token = NULL,
+           dead_reason = NULL, dead_at = NULL, replays = d.replays + 1, updated_at = now()
+       FROM (SELECT id, dead_reason FROM outbound_deliveries WHERE id = ANY($1::text[]) AND status = 'dead' FOR UPDATE) old
+       WHERE d.id = old.id
+       RETURNING d.id, old.dead_reason
+     ),
+     recorded AS (
+       INSERT INTO outbound_replays (delivery_id, previous_reason, requested_by)
+       SELECT id, dead_reason, $2 FROM replayed
+     )
+     SELECT id FROM replayed ORDER BY id`,
+    [ids, requestedBy],
+  );
+  if (rows.length > 0) await q.query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL]);
+  return rows.map((r) => r.id);
+}
+
+/** Replays one dead letter; NotFoundError / NotADeadLetterError when it cannot be. */
+export async function replayDeadLetter(q: Queryable, id: string, options: { requestedBy?: string } = {}): Promise<Delivery> {
+  const replayed = await replayIds(q, [id], options.requestedBy ?? null);
+  const { rows } = await q.query<Delivery>(
+    `SELECT ${DELIVERY_COLUMNS} FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id WHERE d.id = $1`,
+    [id],
+  );
+  if (!rows[0]) throw new NotFoundError("delivery", id);
+  if (replayed.length === 0) throw new NotADeadLetterError(id, rows[0].status);
+  return rows[0];
+}
+
+/** Most dead letters one bulk replay touches. */
+export const MAX_BULK_REPLAY = 1000;
+
+/**
+ * Replays many dead letters: either the listed `ids` (those not dead are skipped and reported), or
+ * every one matching `filter`, up to `limit` (default and maximum: MAX_BULK_REPLAY) per call.
+ */
+export async function replayDeadLetters(
+  q: Queryable,
+  selection: { ids: string[] } | { filter: DeadLetterFilter; limit?: number },
+  options: { requestedBy?: string } = {},
+): Promise<{ replayed: string[]; skipped: string[] }> {
+  let ids: string[];
+  if ("ids" in selection) {
+    if (selection.ids.length > MAX_BULK_REPLAY) {
+      throw new OutboundValidationError(`Too many ids: ${selection.ids.length}; replay at most ${MAX_BULK_REPLAY} per call.`, [{ path: "ids", message: `at most ${MAX_BULK_REPLAY}` }]);
+    }
+    ids = [...new Set(selection.ids)];
+  } else {
+    const limit = Math.min(selection.limit ?? MAX_BULK_REPLAY, MAX_BULK_REPLAY);
+    ids = (await listDeadLetters(q, { ...selection.filter, limit })).map((d) => d.id);
+  }
+  const replayed = await replayIds(q, ids, options.requestedBy ?? null);
+  const done = new Set(replayed);
+  return { replayed, skipped: ids.filter((id) => !done.has(id)) };
+}

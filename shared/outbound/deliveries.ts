@@ -1,0 +1,101 @@
+/** Reading deliveries and their attempt log (management API, tests). */
+import type { Queryable } from "../db/port.js";
+import { NotFoundError } from "./errors.js";
+
+export type DeliveryStatus = "pending" | "delivered" | "dead";
+
+export interface Delivery {
+  /** `<event id>:<subscription id>`, the `webhook-id` receivers see. */
+  id: string;
+  eventId: string;
+  eventType: string;
+  subscriptionId: string;
+  status: DeliveryStatus;
+  /** Attempts counted toward the maximum since creation or the last replay. */
+  attempts: number;
+  /** For pending: when it is due (or, while leased, when the lease expires). */
+  nextAttemptAt: Date | null;
+  /** A relay holds it right now. */
+  leased: boolean;
+  lastStatus: number | null;
+  lastError: string | null;
+  deadReason: string | null;
+  deadAt: Date | null;
+  deliveredAt: Date | null;
+  replays: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Attempt {
+  id: number;
+  attemptNumber: number;
+  result: "delivered" | "retryable" | "permanent" | "gone";
+  status: number | null;
+  latencyMs: number;
+  errorClass: string | null;
+  responseExcerpt: string | null;
+  probe: boolean;
+  /** The relay had lost its lease: the attempt happened, its outcome was not applied. */
+  stale: boolean;
+  createdAt: Date;
+}
+
+export interface DeliveryFilter {
+  status?: DeliveryStatus;
+  subscriptionId?: string;
+  eventId?: string;
+  eventType?: string;
+  /** Page size. Default: 100. */
+  limit?: number;
+  /** The last id of the previous page. */
+  after?: string;
+}
+
+/** Columns as `Delivery` fields; shared by the dead-letter queries. */
+export const DELIVERY_COLUMNS = `
+  d.id, d.event_id AS "eventId", e.type AS "eventType", d.subscription_id AS "subscriptionId", d.status,
+  d.attempts, CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS "nextAttemptAt",
+  (d.status = 'pending' AND d.lease_token IS NOT NULL AND d.next_attempt_at > now()) AS leased,
+  d.last_status AS "lastStatus", d.last_error AS "lastError", d.dead_reason AS "deadReason",
+  d.dead_at AS "deadAt", d.delivered_at AS "deliveredAt", d.replays,
+  d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
+
+/** Deliveries matching `filter`, in id order (pages with `after`). */
+export async function listDeliveries(q: Queryable, filter: DeliveryFilter = {}): Promise<Delivery[]> {
+  const { rows } = await q.query<Delivery>(
+    `SELECT ${DELIVERY_COLUMNS}
+     FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id
+     WHERE ($1::text IS NULL OR d.status = $1)
+       AND ($2::text IS NULL OR d.subscription_id = $2)
+       AND ($3::text IS NULL OR d.event_id = $3)
+       AND ($4::text IS NULL OR e.type = $4)
+       AND ($5::text IS NULL OR d.id > $5)
+     ORDER BY d.id
+     LIMIT $6`,
+    [filter.status ?? null, filter.subscriptionId ?? null, filter.eventId ?? null, filter.eventType ?? null, filter.after ?? null, filter.limit ?? 100],
+  );
+  return rows;
+}
+
+/** One delivery, or NotFoundError. */
+export async function getDelivery(q: Queryable, id: string): Promise<Delivery> {
+  const { rows } = await q.query<Delivery>(
+    `SELECT ${DELIVERY_COLUMNS} FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id WHERE d.id = $1`,
+    [id],
+  );
+  if (!rows[0]) throw new NotFoundError("delivery", id);
+  return rows[0];
+}
+
+/** Every attempt of a delivery, oldest first; NotFoundError when the delivery does not exist. */
+export async function listAttempts(q: Queryable, deliveryId: string): Promise<Attempt[]> {
+  const { rows } = await q.query<Attempt & { id: string | number }>(
+    `SELECT id, attempt_number AS "attemptNumber", result, status, latency_ms AS "latencyMs",
+            error_class AS "errorClass", response_excerpt AS "responseExcerpt", probe, stale, created_at AS "createdAt"
+     FROM outbound_attempts WHERE delivery_id = $1 ORDER BY id`,
+    [deliveryId],
+  );
+  if (rows.length === 0) await getDelivery(q, deliveryId);
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}

@@ -1,0 +1,243 @@
+/**
+ * Destination policy (SSRF). A webhook URL is supplied by a customer, so without a policy our relay
+ * would POST, from inside our network, to anything it names: 127.0.0.1, the database, the cloud
+ * metadata service at 169.254.169.254. This module decides which addresses a delivery may reach.
+ *
+ * The check is made on the address actually connected to: the transport hands `policy.lookup` to
+ * the socket, so every address DNS returns is checked at connect time (a name that resolved to a
+ * public address when the subscription was created and to 10.0.0.5 now, "DNS rebinding", is refused),
+ * and IP literals, which the socket never resolves, are checked by `checkHost` before connecting.
+ *
+ * Refused: IPv4 this-network 0/8, RFC 1918 private, loopback 127/8, link-local 169.254/16 (cloud
+ * metadata), CGNAT 100.64/10, IETF protocol 192.0.0/24, documentation and benchmarking ranges,
+ * 6to4 relay anycast, multicast, reserved 240/4 and broadcast; every IPv6 address outside global
+ * unicast 2000::/3 (so ::, ::1, fc00::/7, fe80::/10, ff00::/8), documentation 2001:db8::/32,
+ * Teredo 2001::/32, ORCHID 2001:10::/28 and 2001:20::/28; IPv4 embedded in IPv6 (mapped
+ * ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) is judged as the IPv4 it carries; names
+ * `localhost`, `*.localhost`, `*.local`, `*.internal` (metadata.google.internal) and bare `metadata`.
+ *
+ * The allow-list (hostnames, `*.suffix` wildcards, IPs, CIDRs) exempts destinations: a listed
+ * hostname may resolve anywhere; a listed IP or CIDR may be connected to whatever name led there.
+ */
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { BlockList, isIP } from "node:net";
+
+/** Error code carried by a refusal, whichever layer (lookup, connect) raised it. */
+export const DESTINATION_REFUSED = "ERR_DESTINATION_REFUSED";
+
+/** A destination the policy refuses. The transport classifies it as permanent, `destination_refused`. */
+export class DestinationRefusedError extends Error {
+  override name = "DestinationRefusedError";
+  readonly code = DESTINATION_REFUSED;
+  constructor(
+    /** The host name or IP literal of the URL. */
+    readonly host: string,
+    /** The offending address, when the refusal is about an address. */
+    readonly address: string | null,
+    readonly reason: string,
+  ) {
+    super(
+      `Destination ${host}${address && address !== host ? ` (${address})` : ""} refused: ${reason}. ` +
+        "Webhook URLs must reach public addresses; for a local demo or test add the host to ALLOWED_DESTINATIONS.",
+    );
+  }
+}
+
+/** The `dns.lookup` shape, with `all: true`: every address of a name. Injectable for tests. */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
+
+/** The callback-style lookup `net.connect` / `tls.connect` accept (`all` may or may not be set). */
+export type SocketLookup = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string } | number,
+  callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+) => void;
+
+export interface DestinationPolicyOptions {
+  /** Exempt destinations: hostnames, `*.example.com`, IPs, CIDRs (`10.1.0.0/16`, `fd00::/8`). Default: none. */
+  allowed?: readonly string[];
+  /** How names are resolved. Default: the system resolver (`dns.lookup`, all addresses). */
+  resolve?: Resolver;
+}
+
+export interface DestinationPolicy {
+  /** Why `address` (an IP) may not be connected to, or null when it may. */
+  refusalFor(address: string): string | null;
+  /** Checks a URL host before any connection: refused names and IP literals throw. */
+  checkHost(host: string): void;
+  /** Whether `host` (a name or IP literal) is exempt by the allow-list. */
+  isAllowedHost(host: string): boolean;
+  /** Resolves `hostname` and throws DestinationRefusedError if any address is refused. */
+  resolveChecked(hostname: string): Promise<LookupAddress[]>;
+  /** `resolveChecked` in the shape `net.connect({ lookup })` expects. */
+  readonly lookup: SocketLookup;
+}
+
+const BLOCKED_V4: Array<[string, number]> = [
+  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16],
+  ["172.16.0.0", 12], ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.88.99.0", 24], ["192.168.0.0", 16],
+  ["198.18.0.0", 15], ["198.51.100.0", 24], ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4],
+];
+const BLOCKED_V6: Array<[string, number]> = [
+  ["2001:db8::", 32], ["2001::", 32], ["2001:10::", 28], ["2001:20::", 28],
+];
+const GLOBAL_UNICAST_V6 = new BlockList();
+GLOBAL_UNICAST_V6.addSubnet("2000::", 3, "ipv6");
+const BLOCKED = new BlockList();
+for (const [net, prefix] of BLOCKED_V4) BLOCKED.addSubnet(net, prefix, "ipv4");
+for (const [net, prefix] of BLOCKED_V6) BLOCKED.addSubnet(net, prefix, "ipv6");
+
+const REFUSED_NAME = /(^|\.)(localhost|local|internal)$|^metadata$/;
+
+/** Strips URL brackets and a trailing dot, lower-cases: the form every check compares. */
+export function normaliseHost(host: string): string {
+  let h = host.trim().toLowerCase();
+  if (h.startsWith("[") && h.endsWith("]")) h = h.slice(1, -1);
+  if (h.endsWith(".")) h = h.slice(0, -1);
+  return h;
+}
+
+/** The 16 bytes of an IPv6 address (already validated by `isIP`), or null. */
+function ipv6Bytes(address: string): Uint8Array | null {
+  let text = address.split("%")[0] ?? "";
+  const bytes = new Uint8Array(16);
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4?.[1]) {
+    const parts = v4[1].split(".").map(Number);
+    text = `${text.slice(0, -v4[1].length)}${(((parts[0] ?? 0) << 8) | (parts[1] ?? 0)).toString(16)}:${(((parts[2] ?? 0) << 8) | (parts[3] ?? 0)).toString(16)}`;
+  }
+  const [head = "", tail] = text.split("::");
+  const headGroups = head ? head.split(":") : [];
+  const tailGroups = tail ? tail.split(":") : [];
+  const missing = 8 - headGroups.length - tailGroups.length;
+  if (tail === undefined ? missing !== 0 : missing < 0) return null;
+  const groups = [...headGroups, ...Array<string>(tail === undefined ? 0 : missing).fill("0"), ...tailGroups];
+  groups.forEach((g, i) => {
+    const n = parseInt(g, 16);
+    bytes[i * 2] = n >> 8;
+    bytes[i * 2 + 1] = n & 0xff;
+  });
+  return bytes;
+}
+
+const v4From = (b: Uint8Array, at: number) => `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
+const zeros = (b: Uint8Array, from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+
+/** The IPv4 address an IPv6 address carries (mapped, NAT64 well-known prefix, 6to4), if any. */
+export function embeddedIpv4(address: string): string | null {
+  const b = ipv6Bytes(address);
+  if (!b) return null;
+  if (zeros(b, 0, 10) && b[10] === 0xff && b[11] === 0xff) return v4From(b, 12); // ::ffff:a.b.c.d
+  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(b, 4, 12)) return v4From(b, 12); // 64:ff9b::/96
+  if (b[0] === 0x20 && b[1] === 0x02) return v4From(b, 2); // 2002:AABB:CCDD::/48
+  return null;
+}
+
+function refusalForIp(address: string): string | null {
+  const family = isIP(address);
+  if (family === 4) return BLOCKED.check(address, "ipv4") ? "non-public IPv4 address" : null;
+  if (family !== 6) return "not an IP address";
+  const carried = embeddedIpv4(address);
+  if (carried) {
+    const inner = refusalForIp(carried);
+    return inner ? `IPv6 address carrying ${carried}, a ${inner}` : null;
+  }
+  const plain = address.split("%")[0] ?? address;
+  if (!GLOBAL_UNICAST_V6.check(plain, "ipv6")) return "non-global IPv6 address (loopback, unspecified, unique-local, link-local or multicast)";
+  return BLOCKED.check(plain, "ipv6") ? "reserved IPv6 address" : null;
+}
+
+/** Parses allow-list entries; throws with the entry at fault. */
+function parseAllowList(entries: readonly string[]) {
+  const names = new Set<string>();
+  const suffixes: string[] = [];
+  const nets = new BlockList();
+  for (const raw of entries) {
+    const entry = normaliseHost(raw);
+    if (!entry) continue;
+    const [base = "", prefixText] = entry.split("/");
+    const family = isIP(normaliseHost(base));
+    if (family) {
+      const type = family === 4 ? "ipv4" : "ipv6";
+      const prefix = prefixText === undefined ? (family === 4 ? 32 : 128) : Number(prefixText);
+      if (!Number.isInteger(prefix) || prefix < 0 || prefix > (family === 4 ? 32 : 128)) {
+        throw new Error(`Allowed destination "${raw}": bad CIDR prefix; write e.g. 10.0.0.0/8 or fd00::/8.`);
+      }
+      nets.addSubnet(normaliseHost(base), prefix, type);
+    } else if (entry.startsWith("*.")) {
+      suffixes.push(entry.slice(1));
+    } else if (/^[a-z0-9_.-]+$/.test(entry) && prefixText === undefined) {
+      names.add(entry);
+    } else {
+      throw new Error(`Allowed destination "${raw}" is neither a hostname, *.suffix, IP nor CIDR.`);
+    }
+  }
+  return { names, suffixes, nets };
+}
+
+const systemResolve: Resolver = (hostname) =>
+  new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs))));
+
+/** Builds the policy. Invalid allow-list entries throw here, at start, not at delivery time. */
+export function createDestinationPolicy(options: DestinationPolicyOptions = {}): DestinationPolicy {
+  const allow = parseAllowList(options.allowed ?? []);
+  const resolve = options.resolve ?? systemResolve;
+
+  const ipAllowed = (address: string): boolean => {
+    const family = isIP(address);
+    if (family === 4) return allow.nets.check(address, "ipv4");
+    if (family === 6) {
+      const plain = address.split("%")[0] ?? address;
+      const carried = embeddedIpv4(plain);
+      return allow.nets.check(plain, "ipv6") || (carried !== null && allow.nets.check(carried, "ipv4"));
+    }
+    return false;
+  };
+  const isAllowedHost = (host: string): boolean => {
+    const h = normaliseHost(host);
+    if (isIP(h)) return ipAllowed(h);
+    return allow.names.has(h) || allow.suffixes.some((s) => h.endsWith(s));
+  };
+  const refusalFor = (address: string): string | null => {
+    const a = normaliseHost(address);
+    return ipAllowed(a) ? null : refusalForIp(a);
+  };
+  const checkHost = (host: string): void => {
+    const h = normaliseHost(host);
+    if (isAllowedHost(h)) return;
+    if (isIP(h)) {
+      const reason = refusalForIp(h);
+      if (reason) throw new DestinationRefusedError(h, h, reason);
+    } else if (REFUSED_NAME.test(h)) {
+      throw new DestinationRefusedError(h, null, "local or internal host name");
+    }
+  };
+  const resolveChecked = async (hostname: string): Promise<LookupAddress[]> => {
+    const h = normaliseHost(hostname);
+    checkHost(h);
+    if (isIP(h)) return [{ address: h, family: isIP(h) }];
+    const addresses = await resolve(h);
+    if (addresses.length === 0) throw Object.assign(new Error(`${h} has no address`), { code: "ENOTFOUND" });
+    if (isAllowedHost(h)) return addresses;
+    for (const { address } of addresses) {
+      const reason = refusalFor(address);
+      if (reason) throw new DestinationRefusedError(h, address, reason);
+    }
+    return addresses;
+  };
+  const lookup: SocketLookup = (hostname, opts, callback) => {
+    const all = typeof opts === "object" && opts.all === true;
+    const family = typeof opts === "number" ? opts : Number(typeof opts === "object" ? opts.family ?? 0 : 0) || 0;
+    resolveChecked(hostname).then(
+      (addresses) => {
+        const fitting = family ? addresses.filter((a) => a.family === family) : addresses;
+        const first = fitting[0];
+        if (!first) return callback(Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: "ENOTFOUND" }), []);
+        if (all) callback(null, fitting);
+        else callback(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, all ? [] : ""),
+    );
+  };
+  return { refusalFor, checkHost, isAllowedHost, resolveChecked, lookup };
+}

@@ -1,0 +1,12 @@
+/** Outbound delivery's public API: import from here. See docs/outbound.md. */
+export { enqueue, prepareEvent, DEFAULT_MAX_PAYLOAD_BYTES, type OutboundEvent, type EnqueueResult, type EnqueuedDelivery, type EnqueueOptions } from "./enqueue.js";
+export { createSubscription, getSubscription, listSubscriptions, enableSubscription, rotateSecrets, subscriptionInputSchema, type Subscription, type SubscriptionInput, type SubscriptionStatus, type SubscriptionHealth } from "./subscriptions.js";
+export { createRelay, type Relay, type RelayOptions } from "./relay.js";
+export { createRelayLoop, type RelayLoop, type RelayLoopCallbacks, type RelayLoopOptions } from "./relayLoop.js";
+export { listDeliveries, getDelivery, listAttempts, type Delivery, type DeliveryStatus, type DeliveryFilter, type Attempt } from "./deliveries.js";
+export { listDeadLetters, getDeadLetter, replayDeadLetter, replayDeadLetters, MAX_BULK_REPLAY, type DeadLetter, type DeadLetterFilter } from "./deadLetters.js";
+export { DEFAULT_HEALTH_POLICY, type HealthPolicy } from "./health.js";
+export { matchesEventType, eventTypeProblem, eventPatternProblem } from "./eventTypes.js";
+export { NOTIFY_CHANNEL } from "./notify.js";
+export * from "./errors.js";
+export type { ClaimedDelivery, Completion, Decision } from "./types.js";

@@ -1,0 +1,104 @@
+/**
+ * One HTTP POST on undici's low-level `dispatch` API, with one deadline for the whole exchange and
+ * a capped read of the answer. The higher-level `request()` would build a Readable body stream, an
+ * AbortSignal and its listeners for every attempt; at thousands of deliveries a second that
+ * bookkeeping cost more CPU than the HTTP itself, so the relay's hot path speaks to the pool directly.
+ */
+import type { Dispatcher } from "undici";
+
+export interface PostOnce {
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Whole-exchange deadline (queueing for a connection, connect, headers, body), ms. */
+  deadlineMs: number;
+  /** Response bytes kept. */
+  excerptBytes: number;
+  /** Response bytes accepted beyond the excerpt before the connection is dropped instead of drained. */
+  drainBytes: number;
+}
+
+export interface PostResponse {
+  status: number;
+  retryAfter: string | undefined;
+  /** The first `excerptBytes` of the response body. */
+  excerpt: Buffer;
+}
+
+/** The deadline of one attempt passed. */
+export class AttemptTimeout extends Error {
+  override name = "AttemptTimeout";
+  readonly code = "ERR_ATTEMPT_TIMEOUT";
+}
+
+/** Too many response bytes to drain: the answer is complete for us, the connection is dropped. */
+class ResponseTooLong extends Error {
+  override name = "ResponseTooLong";
+}
+
+/** Sends one POST through `dispatcher`; resolves with status and excerpt, rejects on network errors and timeouts. */
+export function postOnce(dispatcher: Dispatcher, req: PostOnce): Promise<PostResponse> {
+  return new Promise<PostResponse>((resolve, reject) => {
+    let settled = false;
+    let controller: Dispatcher.DispatchController | null = null;
+    let status = 0;
+    let retryAfter: string | undefined;
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let seen = 0;
+
+    const finish = (error: Error | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (error) reject(error);
+      else resolve({ status, retryAfter, excerpt: kept.length === 1 ? kept[0]! : Buffer.concat(kept, keptBytes) });
+    };
+    // A request still queued for a connection has no controller yet: it is settled now and
+    // aborted by `onRequestStart` before a byte is written.
+    const timer = setTimeout(() => {
+      const timeout = new AttemptTimeout(`no complete response within ${req.deadlineMs} ms`);
+      finish(timeout);
+      if (controller && !controller.aborted) controller.abort(timeout);
+    }, req.deadlineMs);
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (settled) c.abort(new AttemptTimeout("deadline passed while waiting for a connection"));
+      },
+      onResponseStart(_c, statusCode, headers) {
+        status = statusCode;
+        const ra = headers["retry-after"];
+        retryAfter = Array.isArray(ra) ? ra[0] : ra;
+      },
+      onResponseData(c, chunk) {
+        if (keptBytes < req.excerptBytes) {
+          const part = chunk.length <= req.excerptBytes - keptBytes ? chunk : chunk.subarray(0, req.excerptBytes - keptBytes);
+          kept.push(part);
+          keptBytes += part.length;
+        }
+        seen += chunk.length;
+        if (seen > req.excerptBytes + req.drainBytes) {
+          finish(null);
+          c.abort(new ResponseTooLong());
+        }
+      },
+      onResponseEnd() {
+        finish(null);
+      },
+      onResponseError(_c, error) {
+        finish(error);
+      },
+    };
+    try {
+      dispatcher.dispatch(
+        { origin: req.origin, path: req.path, method: "POST", headers: req.headers, body: req.body, headersTimeout: req.deadlineMs, bodyTimeout: req.deadlineMs },
+        handler,
+      );
+    } catch (error) {
+      finish(error as Error);
+    }
+  });
+}

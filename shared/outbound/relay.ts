@@ -1,0 +1,151 @@
+/**
+ * The relay: claims due deliveries, sends them through the transport, records each attempt and
+ * applies the retry policy and endpoint health. Any number may run against one database.
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Database } from "../db/port.js";
+import { decideNext } from "./decide.js";
+import { DEFAULT_HEALTH_POLICY, type HealthPolicy } from "./health.js";
+import { NOTIFY_CHANNEL } from "./notify.js";
+import { createRelayLoop, type RelayLoop } from "./relayLoop.js";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
+import { claimDueDeliveries, claimProbeDeliveries } from "./sql/claimDeliveries.js";
+import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
+import { releaseDeliveries } from "./sql/releaseDeliveries.js";
+import type { DeliveryOutcome, Transport } from "./transport.js";
+import type { ClaimedDelivery, Completion } from "./types.js";
+
+export interface RelayOptions {
+  db: Database;
+  transport: Transport;
+  /** Backoff, Retry-After bound and default maximum of attempts. Default: DEFAULT_RETRY_POLICY. */
+  retryPolicy?: RetryPolicy;
+  /** Degrade/disable thresholds and probe interval. Default: DEFAULT_HEALTH_POLICY (5, 20, 60 s). */
+  healthPolicy?: HealthPolicy;
+  /** Most deliveries claimed per query. Default: 100. */
+  batchSize?: number;
+  /** Most deliveries in flight at once (HTTP requests plus pending completion writes). Default: 64. */
+  concurrency?: number;
+  /** Lease length; must exceed the transport timeout, or slow attempts may be sent twice. Default: 60. */
+  leaseSeconds?: number;
+  /** Backstop poll when no NOTIFY arrives (retries coming due, missed wake-ups). Default: 1000 ms. */
+  pollIntervalMs?: number;
+  /** How long `stop` waits for in-flight attempts. Default: 30 000 ms. */
+  shutdownTimeoutMs?: number;
+  logger?: Logger;
+  /** Called after each batch of completions is written (tests, metrics). */
+  onCompleted?: (completions: readonly Completion[], result: CompletionResult) => void;
+}
+
+export interface Relay {
+  readonly name: string;
+  /** Starts the loop: LISTEN for new work, claim, deliver, complete. */
+  start(): Promise<void>;
+  /** Stops claiming, finishes in-flight attempts and writes them; resolves when done. */
+  stop(): Promise<void>;
+  /**
+   * One pass without the loop: claims up to `batchSize` due deliveries (and due probes), sends them
+   * (up to `concurrency` at a time), writes the outcomes. Returns how many were attempted.
+   * For scheduled runs (a cloud timer) and tests; do not mix with a started loop.
+   */
+  runOnce(): Promise<number>;
+}
+
+/**
+ * @example
+ * const relay = createRelay({ db, transport: createTransport({}) });
+ * await relay.start();
+ * // … later
+ * await relay.stop();
+ */
+export function createRelay(options: RelayOptions): Relay {
+  const { db, transport, logger } = options;
+  const retry = options.retryPolicy ?? DEFAULT_RETRY_POLICY;
+  const health = options.healthPolicy ?? DEFAULT_HEALTH_POLICY;
+  const batchSize = options.batchSize ?? 100;
+  const concurrency = options.concurrency ?? 64;
+  const leaseSeconds = options.leaseSeconds ?? 60;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  // Probes are rare; looking for them on every claim would double the queries of the hot path.
+  const probeCheckMs = Math.min(1000, Math.max(pollIntervalMs, 50));
+  let nextProbeCheck = 0;
+
+  const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
+    const leaseToken = randomUUID();
+    const claimed = await claimDueDeliveries(db, { limit, leaseSeconds, leaseToken });
+    if (claimed.length < limit && Date.now() >= nextProbeCheck) {
+      nextProbeCheck = Date.now() + probeCheckMs;
+      const probes = await claimProbeDeliveries(db, {
+        limit: limit - claimed.length, leaseSeconds, leaseToken, probeIntervalSeconds: health.probeIntervalSeconds,
+      });
+      claimed.push(...probes);
+    }
+    return claimed;
+  };
+
+  const attempt = async (delivery: ClaimedDelivery): Promise<Completion> => {
+    let outcome: DeliveryOutcome;
+    try {
+      outcome = await transport.deliver({
+        url: delivery.url,
+        webhookId: delivery.id,
+        timestamp: Math.floor(Date.now() / 1000),
+        body: delivery.body,
+        secrets: delivery.secrets,
+      });
+    } catch (error) {
+      // The transport should classify everything; if it throws anyway, retry rather than lose.
+      logger?.error({ err: error, deliveryId: delivery.id }, "transport threw; treating the attempt as retryable");
+      outcome = { result: "retryable", status: null, latencyMs: 0, errorClass: "relay_error", responseExcerpt: null, retryAfterSeconds: null };
+    }
+    return { delivery, outcome, decision: decideNext(delivery, outcome, retry) };
+  };
+
+  const complete = async (completions: Completion[]) => {
+    const result = await completeDeliveries(db, completions, health);
+    if (result.stale.length > 0) logger?.warn({ stale: result.stale.length }, "completions rejected: lease lost to another relay");
+    for (const t of result.transitions) logger?.warn(t, "subscription health changed");
+    for (const c of completions) {
+      if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
+    }
+    options.onCompleted?.(completions, result);
+  };
+
+  const loop: RelayLoop = createRelayLoop<ClaimedDelivery, Completion>(
+    {
+      claim,
+      process: attempt,
+      complete,
+      release: async (items) => { await releaseDeliveries(db, items); },
+      onError: (error, stage) => logger?.error({ err: error, stage }, "relay error; retrying"),
+    },
+    { batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000 },
+  );
+
+  let unlisten: (() => Promise<void>) | null = null;
+
+  return {
+    name: "outbound-relay",
+    async start() {
+      unlisten = await db.listen(NOTIFY_CHANNEL, () => loop.wake());
+      loop.start();
+    },
+    async stop() {
+      await loop.stop();
+      const u = unlisten;
+      unlisten = null;
+      await u?.();
+    },
+    async runOnce() {
+      nextProbeCheck = 0;
+      const claimed = await claim(batchSize);
+      const completions: Completion[] = [];
+      for (let i = 0; i < claimed.length; i += concurrency) {
+        completions.push(...(await Promise.all(claimed.slice(i, i + concurrency).map(attempt))));
+      }
+      await complete(completions);
+      return claimed.length;
+    },
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * The relay's loop, with no SQL and no HTTP in it: it is driven by callbacks (claim, process,
+ * complete, release), so it can be tested and reused without a database.
+ *
+ * Flow control: `held` counts items claimed and not yet completed in the store (in flight or
+ * waiting for the completion write). It never exceeds `concurrency`, so a crash loses at most
+ * `concurrency` leases, which bounds duplicates per crash. Completions are written in batches:
+ * while one write runs, finished items gather for the next.
+ */
+
+export interface RelayLoopCallbacks<C, R> {
+  /** Claims up to `limit` items (may return fewer, or none). */
+  claim(limit: number): Promise<C[]>;
+  /** Does the work of one item; must not throw (turn failures into results). */
+  process(item: C): Promise<R>;
+  /** Persists finished items; throws to have the same batch retried. */
+  complete(results: R[]): Promise<void>;
+  /** Gives back items claimed but not started (shutdown). */
+  release(items: C[]): Promise<void>;
+  /** Reports an error the loop recovered from. */
+  onError(error: unknown, stage: "claim" | "complete" | "release"): void;
+}
+
+export interface RelayLoopOptions {
+  /** Most items claimed in one query. */
+  batchSize: number;
+  /** Most items held at once (in flight plus awaiting the completion write). */
+  concurrency: number;
+  /** Longest sleep when there is nothing to do: the backstop when a wake-up is missed. */
+  pollIntervalMs: number;
+  /** How long `stop` waits for in-flight work before giving up (leases then expire). */
+  shutdownTimeoutMs: number;
+}
+
+export interface RelayLoop {
+  start(): void;
+  /** Wakes the loop now (a NOTIFY arrived). */
+  wake(): void;
+  /** Stops claiming, lets in-flight items finish and be completed; resolves when done or timed out. */
+  stop(): Promise<void>;
+  /** Items currently held. */
+  readonly held: number;
+}
+
+export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, options: RelayLoopOptions): RelayLoop {
+  let running = false;
+  let held = 0;
+  let buffer: R[] = [];
+  let flushing: Promise<void> | null = null;
+  let loopDone: Promise<void> = Promise.resolve();
+  let wakeUp: (() => void) | null = null;
+  let woken = false;
+
+  const wake = () => {
+    woken = true;
+    wakeUp?.();
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || !running) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = null;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  const flush = (): Promise<void> => {
+    if (flushing || buffer.length === 0) return flushing ?? Promise.resolve();
+    flushing = (async () => {
+      while (buffer.length > 0) {
+        const batch = buffer;
+        buffer = [];
+        for (;;) {
+          try {
+            await callbacks.complete(batch);
+            break;
+          } catch (error) {
+            callbacks.onError(error, "complete");
+            // Keep the results: the outcome of an attempt must not vanish because the database blinked.
+            await new Promise((r) => setTimeout(r, options.pollIntervalMs));
+          }
+        }
+        held -= batch.length;
+        wake();
+      }
+    })().finally(() => {
+      flushing = null;
+    });
+    return flushing;
+  };
+
+  const run = async (item: C) => {
+    let result: R;
+    try {
+      result = await callbacks.process(item);
+    } catch (error) {
+      // Broken contract: give the item back rather than hold its slot (and lease) forever.
+      callbacks.onError(error, "release");
+      await callbacks.release([item]).catch((e) => callbacks.onError(e, "release"));
+      held -= 1;
+      wake();
+      return;
+    }
+    buffer.push(result);
+    void flush();
+  };
+
+  const lowWater = Math.max(1, Math.floor(Math.min(options.batchSize, options.concurrency) / 4));
+
+  const loop = async () => {
+    while (running) {
+      woken = false;
+      const free = options.concurrency - held;
+      // Wait for a useful number of free slots: many one-row claims would cost more than they bring.
+      if (free < lowWater && held > 0) {
+        await sleep(options.pollIntervalMs);
+        continue;
+      }
+      let items: C[];
+      try {
+        items = await callbacks.claim(Math.min(options.batchSize, free));
+      } catch (error) {
+        callbacks.onError(error, "claim");
+        await sleep(options.pollIntervalMs);
+        continue;
+      }
+      if (!running) {
+        // Stopped while the claim ran: these were never started, give them back.
+        await callbacks.release(items).catch((error) => callbacks.onError(error, "release"));
+        break;
+      }
+      if (items.length === 0) {
+        await sleep(options.pollIntervalMs);
+        continue;
+      }
+      held += items.length;
+      for (const item of items) void run(item);
+    }
+  };
+
+  return {
+    get held() {
+      return held;
+    },
+    start() {
+      if (running) return;
+      running = true;
+      loopDone = loop();
+    },
+    wake,
+    async stop() {
+      running = false;
+      wake();
+      await loopDone;
+      const deadline = Date.now() + options.shutdownTimeoutMs;
+      while (held > 0 && Date.now() < deadline) {
+        // A flush retries forever while the database is down: bound the wait by the deadline.
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<void>((r) => { timer = setTimeout(r, Math.max(0, Math.min(50, deadline - Date.now()))); });
+        // The short pause after a flush yields to timers and I/O: in-flight attempts must progress.
+        await Promise.race([flush().then(() => new Promise((r) => setTimeout(r, 5))), timeout]);
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,215 @@
+/**
+ * Subscriptions: an endpoint URL, the event types it wants, its signing secrets and its health.
+ */
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import type { Queryable } from "../db/port.js";
+import type { DestinationPolicy } from "./destinationPolicy.js";
+import { NotFoundError, OutboundValidationError } from "./errors.js";
+import { eventPatternProblem } from "./eventTypes.js";
+import { generateSecret, isValidSecret } from "./signature.js";
+import { parseOrThrow } from "./validation.js";
+import { NOTIFY_CHANNEL } from "./notify.js";
+
+export type SubscriptionStatus = "active" | "degraded" | "disabled";
+
+export interface SubscriptionHealth {
+  /** Failed attempts since the last success. */
+  consecutiveFailures: number;
+  /** Why it is disabled (circuit open, or 410 Gone); null unless disabled. */
+  disabledReason: string | null;
+  disabledAt: Date | null;
+  /** When a disabled endpoint gets its next probe; null when not probed (410 Gone waits for `enable`). */
+  nextProbeAt: Date | null;
+  lastFailureAt: Date | null;
+}
+
+export interface Subscription {
+  id: string;
+  url: string;
+  eventTypes: string[];
+  /** Present only when created, or when asked for with `includeSecrets`. */
+  secrets?: string[];
+  description: string | null;
+  /** Per-subscription maximum of attempts; null means the relay's retry policy decides. */
+  maxAttempts: number | null;
+  status: SubscriptionStatus;
+  health: SubscriptionHealth;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const urlSchema = z
+  .string()
+  .max(2048, "must have at most 2048 characters")
+  .superRefine((value, ctx) => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      ctx.addIssue({ code: "custom", message: "must be an absolute URL such as https://example.com/webhooks" });
+      return;
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") ctx.addIssue({ code: "custom", message: "must use https (or http)" });
+    if (url.username || url.password) ctx.addIssue({ code: "custom", message: "must not carry credentials; receivers verify our signature instead" });
+    if (url.hash) ctx.addIssue({ code: "custom", message: "must not have a #fragment" });
+  });
+
+/** What `createSubscription` accepts. */
+export const subscriptionInputSchema = z.strictObject({
+  url: urlSchema,
+  eventTypes: z
+    .array(z.string().superRefine((p, ctx) => {
+      const problem = eventPatternProblem(p);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }))
+    .min(1, "list at least one event type or pattern (e.g. [\"order.*\"])")
+    .max(100, "at most 100 patterns"),
+  secrets: z
+    .array(z.string().refine(isValidSecret, "must be whsec_ followed by the base64 of 24 to 64 bytes (omit secrets to have one generated)"))
+    .min(1, "give at least one secret, or omit the field to have one generated")
+    .max(5, "at most 5 secrets at once (rotation keeps two)")
+    .optional(),
+  description: z.string().max(500).optional(),
+  maxAttempts: z.number().int().min(1).max(100).optional(),
+});
+
+export type SubscriptionInput = z.input<typeof subscriptionInputSchema>;
+
+interface Row {
+  id: string;
+  url: string;
+  event_types: string[];
+  secrets: string[];
+  description: string | null;
+  max_attempts: number | null;
+  status: SubscriptionStatus;
+  consecutive_failures: number;
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  next_probe_at: Date | null;
+  last_failure_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toSubscription(row: Row, includeSecrets: boolean): Subscription {
+  return {
+    id: row.id,
+    url: row.url,
+    eventTypes: row.event_types,
+    ...(includeSecrets ? { secrets: row.secrets } : {}),
+    description: row.description,
+    maxAttempts: row.max_attempts,
+    status: row.status,
+    health: {
+      consecutiveFailures: row.consecutive_failures,
+      disabledReason: row.disabled_reason,
+      disabledAt: row.disabled_at,
+      nextProbeAt: row.next_probe_at,
+      lastFailureAt: row.last_failure_at,
+    },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Creates a subscription; a signing secret is generated when none is given. The result carries
+ * the secrets (the only time they are returned unless asked for). With `destinationPolicy`, a URL
+ * whose host is a refused IP literal or local name is rejected here rather than at delivery.
+ * @example
+ * const sub = await createSubscription(db, { url: "https://example.com/hooks", eventTypes: ["order.*"] });
+ */
+export async function createSubscription(
+  q: Queryable,
+  input: unknown,
+  options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost"> } = {},
+): Promise<Subscription> {
+  const valid = parseOrThrow(subscriptionInputSchema, input, "subscription");
+  // Early feedback for IP literals and local names; names are checked again on every connection,
+  // on the address actually dialled (DNS can change).
+  try {
+    options.destinationPolicy?.checkHost(new URL(valid.url).hostname);
+  } catch (error) {
+    throw new OutboundValidationError(`Invalid subscription: url: ${(error as Error).message}`, [{ path: "url", message: (error as Error).message }], { cause: error });
+  }
+  const id = `sub_${randomBytes(12).toString("base64url")}`;
+  const secrets = valid.secrets ?? [generateSecret()];
+  const { rows } = await q.query<Row>(
+    `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts)
+     VALUES ($1, $2, $3::text[], $4::text[], $5, $6)
+     RETURNING *`,
+    [id, valid.url, [...new Set(valid.eventTypes)], secrets, valid.description ?? null, valid.maxAttempts ?? null],
+  );
+  return toSubscription(rows[0]!, true);
+}
+
+/** One subscription, or NotFoundError. */
+export async function getSubscription(q: Queryable, id: string, options: { includeSecrets?: boolean } = {}): Promise<Subscription> {
+  const { rows } = await q.query<Row>("SELECT * FROM outbound_subscriptions WHERE id = $1", [id]);
+  if (!rows[0]) throw new NotFoundError("subscription", id);
+  return toSubscription(rows[0], options.includeSecrets ?? false);
+}
+
+/** Subscriptions in creation order, optionally of one status; `after` is the last id of the previous page. */
+export async function listSubscriptions(
+  q: Queryable,
+  options: { status?: SubscriptionStatus; limit?: number; after?: string } = {},
+): Promise<Subscription[]> {
+  const { rows } = await q.query<Row>(
+    `SELECT * FROM outbound_subscriptions
+     WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR id > $2)
+     ORDER BY id
+     LIMIT $3`,
+    [options.status ?? null, options.after ?? null, options.limit ?? 100],
+  );
+  return rows.map((r) => toSubscription(r, false));
+}
+
+/**
+ * Re-enables a subscription (after 410 Gone, or to close the circuit before the next probe):
+ * status active, failure count reset. Its kept deliveries become due at once.
+ */
+export async function enableSubscription(q: Queryable, id: string): Promise<Subscription> {
+  const { rows } = await q.query<Row>(
+    `UPDATE outbound_subscriptions
+     SET status = 'active', consecutive_failures = 0, disabled_reason = NULL, disabled_at = NULL,
+         next_probe_at = NULL, updated_at = now()
+     WHERE id = $1
+     RETURNING *`,
+    [id],
+  );
+  if (!rows[0]) throw new NotFoundError("subscription", id);
+  // Deliveries waited while it was disabled: make them due now rather than at their old backoff.
+  await q.query(
+    `UPDATE outbound_deliveries SET next_attempt_at = now(), updated_at = now()
+     WHERE subscription_id = $1 AND status = 'pending' AND lease_token IS NULL AND next_attempt_at > now()`,
+    [id],
+  );
+  await q.query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL]);
+  return toSubscription(rows[0], false);
+}
+
+const secretsInputSchema = z.strictObject({
+  secrets: subscriptionInputSchema.shape.secrets,
+});
+
+/**
+ * Rotates signing secrets. With `secrets`, they replace the current ones. Without, a new secret is
+ * generated and put first, and the newest current one is kept: every delivery is then signed with
+ * both, so receivers can switch at their pace; call again with only the new one to finish.
+ * Returns the subscription with its secrets.
+ */
+export async function rotateSecrets(q: Queryable, id: string, input: unknown = {}): Promise<Subscription> {
+  const valid = parseOrThrow(secretsInputSchema, input ?? {}, "secret rotation");
+  const { rows } = await q.query<Row>(
+    `UPDATE outbound_subscriptions
+     SET secrets = COALESCE($2::text[], ARRAY[$3::text, secrets[1]]), updated_at = now()
+     WHERE id = $1
+     RETURNING *`,
+    [id, valid.secrets ?? null, generateSecret()],
+  );
+  if (!rows[0]) throw new NotFoundError("subscription", id);
+  return toSubscription(rows[0], true);
+}

@@ -1,0 +1,200 @@
+/**
+ * The transport: one signed HTTP POST per delivery attempt, classified into what the relay should
+ * do next. It owns a keep-alive connection pool (undici `Agent`, one pool per origin), applies the
+ * destination policy on every connection, never follows redirects, bounds each attempt with one
+ * deadline covering connect, headers and body, and reads at most a small excerpt of the response.
+ *
+ * | outcome     | when                                                                  |
+ * |-------------|-----------------------------------------------------------------------|
+ * | delivered   | 2xx                                                                   |
+ * | retryable   | 408, 425, 429, 5xx, timeout, network error (refused, reset, DNS, TLS)  |
+ * | gone        | 410: the receiver asks us to stop; the relay disables the subscription |
+ * | permanent   | any other status (3xx included: redirects are not followed), refused destination, bad URL |
+ */
+import { performance } from "node:perf_hooks";
+import { Agent, buildConnector } from "undici";
+import { createDestinationPolicy, DESTINATION_REFUSED, type Resolver } from "./destinationPolicy.js";
+import { postOnce } from "./postOnce.js";
+import { parseRetryAfter } from "./retryPolicy.js";
+import { signatureHeader } from "./signature.js";
+
+export interface DeliveryRequest {
+  url: string;
+  /** Sent as `webhook-id`: the stable delivery id, the same on every attempt. */
+  webhookId: string;
+  /** Unix seconds, sent as `webhook-timestamp` and signed. */
+  timestamp: number;
+  /** The exact bytes signed and sent. */
+  body: string;
+  /** Active `whsec_…` secrets; one signature per secret. */
+  secrets: string[];
+  /** This attempt's deadline in ms. Default: the transport's `timeoutMs`. */
+  timeoutMs?: number;
+}
+
+export interface DeliveryOutcome {
+  result: "delivered" | "retryable" | "permanent" | "gone";
+  /** HTTP status, or null when no response arrived. */
+  status: number | null;
+  latencyMs: number;
+  /** Stable machine-readable cause; null on success. See `ErrorClass`. */
+  errorClass: string | null;
+  /** The first `responseExcerptBytes` of the response body as UTF-8, or null without a response. */
+  responseExcerpt: string | null;
+  /** The receiver's `Retry-After`, in seconds, when it sent a parseable one. */
+  retryAfterSeconds: number | null;
+}
+
+export interface Transport {
+  deliver(req: DeliveryRequest): Promise<DeliveryOutcome>;
+  /** Closes pooled connections after in-flight requests finish. */
+  close(): Promise<void>;
+}
+
+/** The values `DeliveryOutcome.errorClass` takes. */
+export type ErrorClass =
+  | "http_status" | "redirect_refused" | "timeout" | "connection_refused" | "connection_reset"
+  | "dns_failure" | "tls_error" | "network_unreachable" | "network_error" | "destination_refused" | "invalid_request";
+
+export interface TransportOptions {
+  /** SSRF allow-list: hostnames, `*.suffix`, IPs, CIDRs. Default: none. */
+  allowedDestinations?: string[];
+  /** Deadline of one attempt (connect + headers + body), ms. Default: 10000. */
+  timeoutMs?: number;
+  /** Keep-alive connections per origin. Default: 64. */
+  connectionsPerOrigin?: number;
+  /** Response body bytes kept for the attempt log. Default: 1024. */
+  responseExcerptBytes?: number;
+  /** Name resolution; injectable so tests can simulate DNS (rebinding). Default: system resolver. */
+  resolve?: Resolver;
+  /** `user-agent` header. Default: `multicloud-webhooks/0.1 (+standard-webhooks)`. */
+  userAgent?: string;
+}
+
+/**
+ * After the excerpt, at most this many more response bytes are drained without being kept, so the
+ * keep-alive connection can be reused; beyond it the connection is dropped (a receiver streaming
+ * megabytes costs us one connection, never memory).
+ */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+
+/** Builds a transport. Invalid allow-list entries throw here. */
+export function createTransport(options: TransportOptions = {}): Transport {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const excerptBytes = options.responseExcerptBytes ?? 1024;
+  const userAgent = options.userAgent ?? "multicloud-webhooks/0.1 (+standard-webhooks)";
+  const policy = createDestinationPolicy({ allowed: options.allowedDestinations ?? [], resolve: options.resolve });
+
+  // Every connection goes through the policy: names via `lookup` (each resolved address checked,
+  // defeating DNS rebinding), IP literals before dialling (sockets skip lookup for them), and the
+  // peer address once connected, so no path reaches a refused address with our request.
+  const dial = buildConnector({ timeout: timeoutMs, lookup: policy.lookup } as buildConnector.BuildOptions);
+  const connect: buildConnector.connector = (opts, callback) => {
+    try {
+      policy.checkHost(opts.hostname);
+    } catch (err) {
+      callback(err as Error, null);
+      return;
+    }
+    dial(opts, (err, socket) => {
+      if (err || !socket) return callback(err ?? new Error("no socket"), null);
+      const peer = socket.remoteAddress;
+      const reason = peer && !policy.isAllowedHost(opts.hostname) ? policy.refusalFor(peer) : null;
+      if (reason) {
+        socket.destroy();
+        return callback(Object.assign(new Error(`Destination ${opts.hostname} (${peer}) refused: ${reason}`), { code: DESTINATION_REFUSED }), null);
+      }
+      callback(null, socket);
+    });
+  };
+  const agent = new Agent({
+    connect,
+    connections: options.connectionsPerOrigin ?? 64,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 60_000,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    pipelining: 1,
+  });
+
+  async function deliver(req: DeliveryRequest): Promise<DeliveryOutcome> {
+    const started = performance.now();
+    const outcome = (o: Omit<DeliveryOutcome, "latencyMs">): DeliveryOutcome => ({ ...o, latencyMs: Math.round((performance.now() - started) * 10) / 10 });
+    let url: URL;
+    let signature: string;
+    try {
+      url = new URL(req.url);
+      if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`unsupported scheme ${url.protocol}`);
+      if (url.username || url.password) throw new Error("credentials in URL");
+      signature = signatureHeader(req.secrets, req.webhookId, req.timestamp, req.body);
+    } catch (err) {
+      return outcome({ result: "permanent", status: null, errorClass: "invalid_request", responseExcerpt: (err as Error).message.slice(0, excerptBytes), retryAfterSeconds: null });
+    }
+    const deadline = req.timeoutMs ?? timeoutMs;
+    try {
+      const res = await postOnce(agent, {
+        origin: url.origin,
+        path: url.pathname + url.search,
+        headers: {
+          "content-type": "application/json",
+          "user-agent": userAgent,
+          "webhook-id": req.webhookId,
+          "webhook-timestamp": String(req.timestamp),
+          "webhook-signature": signature,
+        },
+        body: req.body,
+        deadlineMs: deadline,
+        excerptBytes,
+        drainBytes: DRAIN_LIMIT_BYTES,
+      });
+      const status = res.status;
+      return outcome({
+        result: classifyStatus(status),
+        status,
+        errorClass: errorClassOfStatus(status),
+        responseExcerpt: decodeExcerpt(res.excerpt),
+        retryAfterSeconds: parseRetryAfter(res.retryAfter),
+      });
+    } catch (err) {
+      const errorClass = classifyError(err);
+      return outcome({ result: errorClass === "destination_refused" ? "permanent" : "retryable", status: null, errorClass, responseExcerpt: null, retryAfterSeconds: null });
+    }
+  }
+
+  return { deliver, close: () => agent.close() };
+}
+
+/** What a response status means for the delivery. */
+export function classifyStatus(status: number): DeliveryOutcome["result"] {
+  if (status >= 200 && status < 300) return "delivered";
+  if (status === 410) return "gone";
+  if (status === 408 || status === 425 || status === 429 || status >= 500) return "retryable";
+  return "permanent";
+}
+
+function errorClassOfStatus(status: number): ErrorClass | null {
+  if (status >= 200 && status < 300) return null;
+  return status >= 300 && status < 400 ? "redirect_refused" : "http_status";
+}
+
+/** The stable class of a failure that produced no response. */
+export function classifyError(err: unknown): ErrorClass {
+  const e = err as { code?: string; cause?: { code?: string }; name?: string } | undefined;
+  const code = e?.code ?? e?.cause?.code ?? "";
+  if (code === DESTINATION_REFUSED) return "destination_refused";
+  if (e?.name === "AttemptTimeout" || /TIMEOUT|ETIMEDOUT/.test(code)) return "timeout";
+  if (code === "ECONNREFUSED") return "connection_refused";
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET" || code === "UND_ERR_CLOSED") return "connection_reset";
+  if (code === "ENOTFOUND" || code.startsWith("EAI_") || code === "ENODATA") return "dns_failure";
+  if (code.startsWith("ERR_TLS") || code.startsWith("ERR_SSL") || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return "tls_error";
+  if (code === "EHOSTUNREACH" || code === "ENETUNREACH" || code === "EHOSTDOWN" || code === "ENETDOWN") return "network_unreachable";
+  return "network_error";
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: false });
+
+/** The excerpt as text; a multi-byte character cut by the byte cap is dropped, not mangled. */
+function decodeExcerpt(bytes: Buffer): string {
+  if (bytes.length === 0) return "";
+  return utf8.decode(bytes).replace(/\uFFFD$/, "");
+}

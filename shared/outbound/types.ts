@@ -1,0 +1,49 @@
+/**
+ * Glossary and shared shapes of outbound delivery.
+ *
+ * - event: something that happened (order.paid), with a stable id; its body is fixed at enqueue.
+ * - subscription: an endpoint URL, the event types it wants, its signing secrets, its health.
+ * - delivery: one event for one subscription; id `<event id>:<subscription id>`, sent as `webhook-id`.
+ * - attempt: one HTTP try of a delivery, logged (status, latency, error class, response excerpt).
+ * - lease: a relay's time-bounded claim on a delivery, named by a random token; a completion
+ *   carrying a token that is no longer the delivery's is stale and rejected.
+ * - probe: one attempt sent to a disabled endpoint to learn whether it has recovered.
+ * - dead letter: a delivery that will not be retried automatically (permanent failure or attempts
+ *   exhausted); listed, inspectable, replayable.
+ */
+import type { DeliveryOutcome } from "./transport.js";
+
+/** A delivery a relay holds a lease on, with all it needs to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  eventId: string;
+  subscriptionId: string;
+  url: string;
+  secrets: string[];
+  body: string;
+  /** Attempts already counted before this one. */
+  attempts: number;
+  /** The subscription's own maximum, or null for the policy's. */
+  maxAttempts: number | null;
+  leaseToken: string;
+  /** Sent to a disabled endpoint to test recovery: a failure does not count toward the maximum. */
+  probe: boolean;
+}
+
+/** What happens to a delivery after an attempt. */
+export interface Decision {
+  status: "delivered" | "pending" | "dead";
+  /** For `pending`: seconds until the next attempt. */
+  delaySeconds: number;
+  /** For `dead`: why, for the operator. */
+  deadReason: string | null;
+  /** Whether this attempt counts toward the maximum (probes do not). */
+  counted: boolean;
+}
+
+/** One finished attempt, ready to be written. */
+export interface Completion {
+  delivery: ClaimedDelivery;
+  outcome: DeliveryOutcome;
+  decision: Decision;
+}

@@ -1,0 +1,52 @@
+/** The relay as a platform background worker (or a scheduled run), configured from the environment. */
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import type { Database } from "../db/port.js";
+import { createRelay, type Relay } from "./relay.js";
+import { DEFAULT_RETRY_POLICY } from "./retryPolicy.js";
+import { createTransport, type Transport } from "./transport.js";
+
+/**
+ * Builds a relay and its transport from the configuration, without starting it: a cloud timer
+ * calls `relay.runOnce()`, the local platform calls `startOutboundRelay`. Close the transport last.
+ */
+export function createOutboundRelay(ctx: { config: Config; db: Database; logger: Logger }): { relay: Relay; transport: Transport } {
+  const { config, db, logger } = ctx;
+  if (config.OUTBOUND_LEASE_SECONDS * 1000 <= config.OUTBOUND_TIMEOUT_MS) {
+    logger.warn("OUTBOUND_LEASE_SECONDS should exceed OUTBOUND_TIMEOUT_MS, or a slow attempt may be sent twice");
+  }
+  const transport = createTransport({
+    allowedDestinations: config.ALLOWED_DESTINATIONS.split(",").map((s) => s.trim()).filter(Boolean),
+    timeoutMs: config.OUTBOUND_TIMEOUT_MS,
+  });
+  const relay = createRelay({
+    db,
+    transport,
+    logger: logger.child({ worker: "outbound-relay" }),
+    retryPolicy: { ...DEFAULT_RETRY_POLICY, maxAttempts: config.OUTBOUND_MAX_ATTEMPTS },
+    healthPolicy: {
+      degradeAfter: config.OUTBOUND_DEGRADE_AFTER,
+      disableAfter: config.OUTBOUND_DISABLE_AFTER,
+      probeIntervalSeconds: config.OUTBOUND_PROBE_INTERVAL_SECONDS,
+    },
+    batchSize: config.OUTBOUND_BATCH_SIZE,
+    concurrency: config.OUTBOUND_CONCURRENCY,
+    leaseSeconds: config.OUTBOUND_LEASE_SECONDS,
+    pollIntervalMs: config.OUTBOUND_POLL_INTERVAL_MS,
+  });
+  return { relay, transport };
+}
+
+/** Starts one relay loop; `stop` finishes in-flight attempts, then closes the connection pool. */
+export async function startOutboundRelay(ctx: { config: Config; db: Database; logger: Logger }): Promise<{ name: string; relay: Relay; stop(): Promise<void> }> {
+  const { relay, transport } = createOutboundRelay(ctx);
+  await relay.start();
+  return {
+    name: relay.name,
+    relay,
+    async stop() {
+      await relay.stop();
+      await transport.close();
+    },
+  };
+}

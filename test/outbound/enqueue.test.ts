@@ -1,0 +1,177 @@
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  createSubscription, enqueue, EventConflictError, listDeliveries, matchesEventType, NOTIFY_CHANNEL,
+  OutboundValidationError, PayloadTooLargeError,
+} from "../../shared/outbound/index.js";
+import { describeEachBackend } from "../support/databases.js";
+import { resetOutbound, waitFor } from "./support/receiver.js";
+
+describeEachBackend("outbound enqueue", (ctx) => {
+  afterEach(() => resetOutbound(ctx.db));
+
+  const sub = (eventTypes: string[]) => createSubscription(ctx.db, { url: "https://example.com/hooks", eventTypes });
+
+  it("fans out one delivery per matching subscription: exact, prefix wildcard and *", async () => {
+    const exact = await sub(["order.paid"]);
+    const prefix = await sub(["order.*"]);
+    const all = await sub(["*"]);
+    const other = await sub(["invoice.*", "order.paid.partially"]);
+    const disabled = await sub(["order.paid"]);
+    await ctx.db.query("UPDATE outbound_subscriptions SET status = 'disabled' WHERE id = $1", [disabled.id]);
+
+    const result = await ctx.db.transaction((tx) => enqueue(tx, { id: "e1", type: "order.paid", data: { n: 1 } }));
+    expect(result.created).toBe(true);
+    const ids = result.deliveries.map((d) => d.subscriptionId).sort();
+    // The disabled one is included: its deliveries are kept until it recovers.
+    expect(ids).toEqual([exact.id, prefix.id, all.id, disabled.id].sort());
+    expect(ids).not.toContain(other.id);
+    for (const d of result.deliveries) expect(d.id).toBe(`e1:${d.subscriptionId}`);
+
+    const deep = await ctx.db.transaction((tx) => enqueue(tx, { id: "e2", type: "order.paid.partially", data: null }));
+    expect(deep.deliveries.map((d) => d.subscriptionId).sort()).toEqual([prefix.id, all.id, other.id].sort());
+    const none = await ctx.db.transaction((tx) => enqueue(tx, { id: "e3", type: "orders.paid", data: 1 }));
+    expect(none.deliveries.map((d) => d.subscriptionId)).toEqual([all.id]);
+  });
+
+  it("matches patterns in SQL exactly as matchesEventType does", async () => {
+    const patterns = ["*", "a.*", "a.b", "a.b.*", "ab.*", "a"];
+    const types = ["a", "a.b", "a.b.c", "ab", "ab.c", "a_b", "b.a"];
+    const subs = new Map<string, string>();
+    for (const p of patterns) subs.set((await sub([p])).id, p);
+    for (const [i, type] of types.entries()) {
+      const r = await enqueue(ctx.db, { id: `m${i}`, type, data: {} });
+      const got = r.deliveries.map((d) => subs.get(d.subscriptionId)).sort();
+      expect(got, type).toEqual(patterns.filter((p) => matchesEventType(p, type)).sort());
+    }
+  });
+
+  it("leaves nothing behind when the caller's transaction rolls back", async () => {
+    await sub(["order.*"]);
+    await expect(
+      ctx.db.transaction(async (tx) => {
+        await enqueue(tx, { id: "rolled", type: "order.paid", data: {} });
+        throw new Error("business rule failed");
+      }),
+    ).rejects.toThrow("business rule failed");
+    const events = await ctx.db.query("SELECT 1 FROM outbound_events WHERE id = 'rolled'");
+    expect(events.rows).toHaveLength(0);
+    expect(await listDeliveries(ctx.db, { eventId: "rolled" })).toEqual([]);
+  });
+
+  it("notifies relays on commit only", async () => {
+    await sub(["order.*"]);
+    const got: string[] = [];
+    const stop = await ctx.db.listen(NOTIFY_CHANNEL, (p) => got.push(p));
+    try {
+      await ctx.db.transaction(async (tx) => {
+        await enqueue(tx, { id: "n-rolled", type: "order.paid", data: {} });
+        throw new Error("rollback");
+      }).catch(() => {});
+      await ctx.db.transaction((tx) => enqueue(tx, { id: "n-commit", type: "order.paid", data: {} }));
+      await waitFor("a notification", () => got.length > 0, 5000);
+      // Give a late notification from the rolled-back transaction the chance to show up (it must not).
+      await ctx.db.query("SELECT pg_notify('outbound_test_barrier', '')");
+      expect(got).toHaveLength(1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it("is idempotent by event id: the same event again returns the existing rows and changes nothing", async () => {
+    const first = await sub(["order.*"]);
+    const a = await enqueue(ctx.db, { id: "same", type: "order.paid", data: { a: 1, b: [1, 2] } });
+    await ctx.db.query("UPDATE outbound_deliveries SET status = 'delivered' WHERE event_id = 'same'");
+    await sub(["order.*"]); // created later: must not receive the earlier event on a repeat
+    const before = await ctx.db.query("SELECT * FROM outbound_events WHERE id = 'same'");
+    // Same data with keys in another order is the same JSON value.
+    const b = await ctx.db.transaction((tx) => enqueue(tx, { id: "same", type: "order.paid", data: { b: [1, 2], a: 1 } }));
+    expect(b.created).toBe(false);
+    expect(b.deliveries).toEqual([{ id: `same:${first.id}`, subscriptionId: first.id, status: "delivered" }]);
+    expect(a.deliveries.map((d) => d.id)).toEqual(b.deliveries.map((d) => d.id));
+    expect((await ctx.db.query("SELECT * FROM outbound_events WHERE id = 'same'")).rows).toEqual(before.rows);
+  });
+
+  it("refuses the same id with a different payload or type", async () => {
+    await sub(["order.*"]);
+    await enqueue(ctx.db, { id: "clash", type: "order.paid", data: { amount: 1 } });
+    await expect(enqueue(ctx.db, { id: "clash", type: "order.paid", data: { amount: 2 } })).rejects.toBeInstanceOf(EventConflictError);
+    await expect(enqueue(ctx.db, { id: "clash", type: "order.refunded", data: { amount: 1 } })).rejects.toThrow(/already enqueued with a different type or payload/);
+  });
+
+  it("validates type, id, JSON and size with typed errors that say where", async () => {
+    const bad = async (event: unknown, options = {}) => {
+      try {
+        await enqueue(ctx.db, event as never, options);
+      } catch (error) {
+        return error as OutboundValidationError;
+      }
+      throw new Error("expected a validation error");
+    };
+    const noType = await bad({ data: {} });
+    expect(noType).toBeInstanceOf(OutboundValidationError);
+    expect(noType.issues[0]?.path).toBe("type");
+
+    expect((await bad({ type: "order..paid", data: {} })).message).toMatch(/type: must be dot-separated segments/);
+    expect((await bad({ type: "order.paid", id: "a:b", data: {} })).issues[0]?.path).toBe("id");
+    expect((await bad({ type: "order.paid" })).issues[0]?.path).toBe("data");
+    expect((await bad({ type: "order.paid", data: { x: [1, Number.NaN] } })).message).toMatch(/data\.x\[1\] \(NaN is not a JSON number\)/);
+    expect((await bad({ type: "order.paid", data: { when: new Date() } })).message).toMatch(/data\.when \(a Date object is not JSON/);
+    expect((await bad({ type: "order.paid", data: { f: () => 1 } })).message).toMatch(/data\.f \(a function is not JSON\)/);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect((await bad({ type: "order.paid", data: cyclic })).message).toMatch(/circular reference/);
+    expect((await bad({ type: "order.paid", data: {}, extra: 1 })).message).toMatch(/extra|Unrecognized key/i);
+
+    const tooBig = await bad({ type: "order.paid", data: "x".repeat(2000) }, { maxPayloadBytes: 1024 });
+    expect(tooBig).toBeInstanceOf(PayloadTooLargeError);
+    expect(tooBig.message).toMatch(/over the limit of 1024 bytes/);
+    expect((await ctx.db.query("SELECT 1 FROM outbound_events")).rows).toHaveLength(0);
+  });
+
+  it("generates an event id when none is given, and fixes the body at enqueue", async () => {
+    const s = await sub(["order.*"]);
+    const r = await enqueue(ctx.db, { type: "order.paid", data: { x: "é" }, occurredAt: "2026-01-02T03:04:05Z" });
+    expect(r.eventId).toMatch(/^evt_/);
+    const { rows } = await ctx.db.query<{ body: string }>("SELECT body FROM outbound_events WHERE id = $1", [r.eventId]);
+    expect(JSON.parse(rows[0]!.body)).toEqual({ id: r.eventId, type: "order.paid", timestamp: "2026-01-02T03:04:05.000Z", data: { x: "é" } });
+    expect(r.deliveries).toEqual([{ id: `${r.eventId}:${s.id}`, subscriptionId: s.id, status: "pending" }]);
+  });
+
+  if (ctx.backend === "postgres") {
+    it("joins a transaction on a pg.PoolClient the caller owns (commit and rollback)", async () => {
+      await sub(["order.*"]);
+      const pool = new pg.Pool({ connectionString: ctx.url, max: 2 });
+      const client = await pool.connect();
+      try {
+        await client.query("CREATE TABLE IF NOT EXISTS app_orders (id int PRIMARY KEY, status text)");
+        await client.query("BEGIN");
+        await client.query("INSERT INTO app_orders VALUES (1, 'paid')");
+        await enqueue(client, { id: "pc-rolled", type: "order.paid", data: { id: 1 } });
+        await client.query("ROLLBACK");
+        await client.query("BEGIN");
+        await client.query("INSERT INTO app_orders VALUES (2, 'paid')");
+        const r = await enqueue(client, { id: "pc-commit", type: "order.paid", data: { id: 2 } });
+        // Not visible to anyone else before the caller commits.
+        expect(await listDeliveries(ctx.db, { eventId: "pc-commit" })).toEqual([]);
+        await client.query("COMMIT");
+        expect((await listDeliveries(ctx.db, { eventId: "pc-commit" })).map((d) => d.id)).toEqual(r.deliveries.map((d) => d.id));
+        expect(await listDeliveries(ctx.db, { eventId: "pc-rolled" })).toEqual([]);
+        expect((await ctx.db.query("SELECT id FROM app_orders ORDER BY id")).rows).toEqual([{ id: 2 }]);
+      } finally {
+        client.release();
+        await pool.end();
+      }
+    });
+  }
+});
+
+describe("event patterns", () => {
+  it("matchesEventType: exact, prefix at any depth, star", () => {
+    expect(matchesEventType("order.paid", "order.paid")).toBe(true);
+    expect(matchesEventType("order.*", "order.paid.partially")).toBe(true);
+    expect(matchesEventType("order.*", "order")).toBe(false);
+    expect(matchesEventType("order.*", "orders.paid")).toBe(false);
+    expect(matchesEventType("*", "anything.at.all")).toBe(true);
+  });
+});

@@ -1,0 +1,105 @@
+import { describe, expect, it } from "vitest";
+import { createRelayLoop } from "../../shared/outbound/relayLoop.js";
+import { waitFor } from "./support/receiver.js";
+
+/** An in-memory store for the loop: a queue of numbers, a record of completions. */
+function harness(total: number, options: { failCompletes?: number; slow?: number } = {}) {
+  const queue = Array.from({ length: total }, (_, i) => i);
+  const completed: number[] = [];
+  const released: number[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let failCompletes = options.failCompletes ?? 0;
+  const errors: string[] = [];
+  const callbacks = {
+    async claim(limit: number) {
+      return queue.splice(0, limit);
+    },
+    async process(item: number) {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await new Promise((r) => setTimeout(r, options.slow ?? 1));
+      inFlight--;
+      return item;
+    },
+    async complete(results: number[]) {
+      if (failCompletes > 0) {
+        failCompletes--;
+        throw new Error("database blinked");
+      }
+      completed.push(...results);
+    },
+    async release(items: number[]) { released.push(...items); },
+    onError(error: unknown, stage: string) { errors.push(`${stage}: ${(error as Error).message}`); },
+  };
+  return {
+    callbacks, completed, released, errors, queue,
+    get maxInFlight() { return maxInFlight; },
+  };
+}
+
+describe("relay loop (no database)", () => {
+  it("processes everything, never holding more than `concurrency` items", async () => {
+    const h = harness(200);
+    const loop = createRelayLoop(h.callbacks, { batchSize: 50, concurrency: 8, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("all completed", () => h.completed.length === 200);
+    await loop.stop();
+    expect([...h.completed].sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    expect(h.maxInFlight).toBeLessThanOrEqual(8);
+    expect(h.maxInFlight).toBeGreaterThan(1);
+  });
+
+  it("keeps results when a completion write fails, and writes them on retry", async () => {
+    const h = harness(10, { failCompletes: 3 });
+    const loop = createRelayLoop(h.callbacks, { batchSize: 10, concurrency: 10, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("all completed", () => h.completed.length === 10);
+    await loop.stop();
+    expect(h.errors).toEqual(["complete: database blinked", "complete: database blinked", "complete: database blinked"]);
+    expect(loop.held).toBe(0);
+  });
+
+  it("stop: releases items claimed after stopping, finishes and completes those in flight", async () => {
+    const h = harness(30, { slow: 50 });
+    let openClaims!: () => void;
+    let claims = 0;
+    const claim = h.callbacks.claim;
+    // The second claim is held open until the loop has been told to stop.
+    h.callbacks.claim = async (limit: number) => {
+      if (++claims === 2) await new Promise<void>((r) => { openClaims = r; });
+      return claim(limit);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 10, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("the second claim under way", () => claims === 2 && openClaims !== undefined);
+    const stopping = loop.stop();
+    openClaims();
+    await stopping;
+    expect(h.completed).toHaveLength(5); // the first batch, in flight when stop was called
+    expect(h.released).toHaveLength(5); // the batch claimed after stop: never started, given back
+    expect(loop.held).toBe(0);
+    expect(h.completed.length + h.released.length + h.queue.length).toBe(30);
+  });
+
+  it("stop gives up after shutdownTimeoutMs when completions keep failing (leases then expire)", async () => {
+    const h = harness(3, { failCompletes: Number.POSITIVE_INFINITY });
+    const loop = createRelayLoop(h.callbacks, { batchSize: 3, concurrency: 3, pollIntervalMs: 5, shutdownTimeoutMs: 200 });
+    loop.start();
+    await waitFor("a failed completion", () => h.errors.length > 0);
+    await loop.stop(); // resolves: does not hang on the database
+    expect(h.completed).toEqual([]);
+    expect(loop.held).toBe(3);
+  });
+
+  it("wakes at once on wake() instead of waiting for the poll", async () => {
+    const h = harness(0);
+    const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 5, pollIntervalMs: 60_000, shutdownTimeoutMs: 1000 });
+    loop.start();
+    await new Promise((r) => setTimeout(r, 20));
+    h.queue.push(1, 2, 3);
+    loop.wake();
+    await waitFor("woken and completed", () => h.completed.length === 3, 5000);
+    await loop.stop();
+  });
+});

@@ -1,0 +1,84 @@
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { generateSecret, isValidSecret, signatureHeader, InvalidSecretError } from "../../shared/outbound/signature.js";
+
+// The official Standard Webhooks test vector (standard-webhooks/spec, reference implementations).
+const VECTOR = {
+  secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+  id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+  timestamp: 1614265330,
+  payload: '{"test": 2432232314}',
+  signature: "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+};
+
+const headersFor = (id: string, ts: number, sig: string) => ({ "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": sig });
+
+describe("Standard Webhooks signature", () => {
+  afterEach(() => { vi.useRealTimers(); });
+
+  it("reproduces the official test vector byte for byte", () => {
+    expect(signatureHeader([VECTOR.secret], VECTOR.id, VECTOR.timestamp, VECTOR.payload)).toBe(VECTOR.signature);
+  });
+
+  it("is accepted by the standardwebhooks library on the test vector (clock set to its timestamp)", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(new Date(VECTOR.timestamp * 1000));
+    const header = signatureHeader([VECTOR.secret], VECTOR.id, VECTOR.timestamp, VECTOR.payload);
+    expect(new Webhook(VECTOR.secret).verify(VECTOR.payload, headersFor(VECTOR.id, VECTOR.timestamp, header))).toEqual({ test: 2432232314 });
+  });
+
+  it("is verified by the standardwebhooks library with a generated secret and the current time", () => {
+    const secret = generateSecret();
+    const ts = Math.floor(Date.now() / 1000);
+    const body = JSON.stringify({ type: "order.paid", data: { id: "ord_1", total: 4200, note: "çé🙂" } });
+    const header = signatureHeader([secret], "evt_1:sub_1", ts, body);
+    expect(new Webhook(secret).verify(body, headersFor("evt_1:sub_1", ts, header))).toEqual(JSON.parse(body));
+  });
+
+  it("rotation: one v1 entry per secret, and a receiver holding either secret verifies", () => {
+    const [oldSecret, newSecret, stranger] = [generateSecret(), generateSecret(), generateSecret()];
+    const ts = Math.floor(Date.now() / 1000);
+    const body = '{"rotating":true}';
+    const header = signatureHeader([oldSecret, newSecret], "evt_2:sub_1", ts, body);
+    expect(header.split(" ")).toHaveLength(2);
+    expect(header).toMatch(/^v1,[A-Za-z0-9+/]+=* v1,[A-Za-z0-9+/]+=*$/);
+    expect(new Webhook(oldSecret).verify(body, headersFor("evt_2:sub_1", ts, header))).toEqual({ rotating: true });
+    expect(new Webhook(newSecret).verify(body, headersFor("evt_2:sub_1", ts, header))).toEqual({ rotating: true });
+    expect(() => new Webhook(stranger).verify(body, headersFor("evt_2:sub_1", ts, header))).toThrow(WebhookVerificationError);
+  });
+
+  it("a changed body, id or timestamp no longer verifies", () => {
+    const secret = generateSecret();
+    const ts = Math.floor(Date.now() / 1000);
+    const header = signatureHeader([secret], "evt_3:sub_1", ts, '{"a":1}');
+    const wh = new Webhook(secret);
+    expect(() => wh.verify('{"a":2}', headersFor("evt_3:sub_1", ts, header))).toThrow(WebhookVerificationError);
+    expect(() => wh.verify('{"a":1}', headersFor("evt_4:sub_1", ts, header))).toThrow(WebhookVerificationError);
+    expect(() => wh.verify('{"a":1}', headersFor("evt_3:sub_1", ts - 1, header))).toThrow(WebhookVerificationError);
+  });
+
+  it("generates distinct, valid whsec_ secrets of 32 bytes", () => {
+    const secrets = new Set(Array.from({ length: 50 }, () => generateSecret()));
+    expect(secrets.size).toBe(50);
+    for (const s of secrets) {
+      expect(isValidSecret(s)).toBe(true);
+      expect(Buffer.from(s.slice("whsec_".length), "base64")).toHaveLength(32);
+    }
+  });
+
+  it.each([
+    ["no prefix", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+    ["wrong prefix", "wsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+    ["not base64", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa!w"],
+    ["too short", `whsec_${Buffer.alloc(16, 1).toString("base64")}`],
+    ["too long", `whsec_${Buffer.alloc(65, 1).toString("base64")}`],
+    ["empty", ""],
+  ])("rejects a secret with %s", (_label, secret) => {
+    expect(isValidSecret(secret)).toBe(false);
+    expect(() => signatureHeader([secret], "id", 1, "{}")).toThrow(InvalidSecretError);
+  });
+
+  it("refuses to sign with no secret at all", () => {
+    expect(() => signatureHeader([], "id", 1, "{}")).toThrow(InvalidSecretError);
+  });
+});
