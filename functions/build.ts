@@ -3,9 +3,10 @@
  * plus what its runtime needs, under `dist/functions/<cloud>/<function>/`, ready to zip.
  * Only what a function imports is bundled, so each carries only its own cloud's SDKs.
  */
-import { build } from "esbuild";
-import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { build, type Metafile, type Plugin } from "esbuild";
+import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const CLOUDS = ["aws", "azure", "gcp"] as const;
@@ -19,11 +20,28 @@ export interface BuiltFunction {
   cloud: Cloud;
   name: FunctionName;
   dir: string;
+  /** All JavaScript of the function (index.mjs and its chunks): what is zipped. */
   bytes: number;
+  /** What importing index.mjs loads: the entry and the chunks it imports statically. */
+  loadedBytes: number;
+}
+
+function outputSizes(metafile: Metafile): { bytes: number; loadedBytes: number } {
+  const outputs = metafile.outputs;
+  const bytes = Object.values(outputs).reduce((sum, o) => sum + o.bytes, 0);
+  const entry = Object.keys(outputs).find((file) => outputs[file]!.entryPoint !== undefined)!;
+  const loaded = new Set<string>();
+  const visit = (file: string) => {
+    if (loaded.has(file) || !outputs[file]) return;
+    loaded.add(file);
+    for (const i of outputs[file]!.imports) if (i.kind === "import-statement" && !i.external) visit(i.path);
+  };
+  visit(entry);
+  return { bytes, loadedBytes: [...loaded].reduce((sum, file) => sum + outputs[file]!.bytes, 0) };
 }
 
 /** Files a runtime needs next to the bundle. */
-function runtimeFiles(cloud: Cloud, name: FunctionName): Record<string, string> {
+function runtimeFiles(cloud: Cloud, name: FunctionName, dependencies: Record<string, string>): Record<string, string> {
   if (cloud === "azure") {
     return {
       "host.json": JSON.stringify({
@@ -36,17 +54,87 @@ function runtimeFiles(cloud: Cloud, name: FunctionName): Record<string, string> 
   }
   if (cloud === "gcp") {
     return {
-      // Cloud Build's Node.js buildpack runs the Functions Framework named here.
+      // Cloud Build's Node.js buildpack installs these dependencies and runs the Functions
+      // Framework named here, which loads index.mjs: the bundle must register with that copy of
+      // the framework, so the framework is never bundled.
       "package.json": JSON.stringify({
         name: `webhooks-${name}`,
         type: "module",
         main: "index.mjs",
         engines: { node: ">=22" },
-        dependencies: { "@google-cloud/functions-framework": "^5.0.0" },
+        dependencies,
       }, null, 2),
     };
   }
   return {};
+}
+
+/**
+ * On GCP the buildpack runs `npm install` on the function's package.json anyway (it must, for the
+ * Functions Framework), so the Google SDKs (gRPC, protobuf, gax: ~3 MB minified) are installed
+ * there rather than bundled; each function's package.json lists only those it imports.
+ */
+const GCP_DEPENDENCIES: Record<string, string> = {
+  "@google-cloud/functions-framework": "^5.0.5",
+  "@google-cloud/pubsub": "6.3.0",
+  "@google-cloud/storage": "^7.22.0",
+};
+
+/**
+ * Size trims, each safe for what the functions call:
+ * - zod's classic `z` re-exports every locale (~300 KiB minified); the functions only use the
+ *   default English messages, so `z.locales` keeps `en` alone.
+ * - undici: the outbound transport uses only `Agent` and `buildConnector`; undici's index pulls
+ *   in fetch, WebSocket, caches and mocks besides (~350 KiB), so those two come from their files.
+ * - our own modules have no import-time side effects, so a module none of whose exports a
+ *   function uses is dropped (Azure's and GCP's `handlers.ts` hold all three handlers).
+ */
+const MIGRATIONS_URL = JSON.stringify("../sql/migrations/");
+
+const trims: Plugin = {
+  name: "trims",
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${join("node_modules", "zod")}`) ? { path: "zod-locales-en", namespace: "trims" } : undefined);
+    b.onResolve({ filter: /^undici$/ }, (args) =>
+      args.importer.startsWith(join(root, "shared")) ? { path: "undici-agent", namespace: "trims" } : undefined);
+    b.onLoad({ filter: /^zod-locales-en$/, namespace: "trims" }, () => ({
+      contents: `export { default as en } from ${JSON.stringify(join(root, "node_modules/zod/v4/locales/en.js"))};`,
+      resolveDir: root,
+    }));
+    b.onLoad({ filter: /^undici-agent$/, namespace: "trims" }, () => ({
+      contents: [
+        `import Agent from ${JSON.stringify(join(root, "node_modules/undici/lib/dispatcher/agent.js"))};`,
+        `import buildConnector from ${JSON.stringify(join(root, "node_modules/undici/lib/core/connect.js"))};`,
+        "export { Agent, buildConnector };",
+      ].join("\n"),
+      resolveDir: root,
+    }));
+    // migrate.ts reads the SQL files relative to itself (`../sql/migrations/` from shared/db/); in
+    // a bundle they sit beside the output file that holds it, copied there by buildFunctions.
+    b.onLoad({ filter: /shared[\\/]db[\\/]migrate\.ts$/ }, async (args) => {
+      const source = await readFile(args.path, "utf8");
+      if (!source.includes(MIGRATIONS_URL)) throw new Error(`${args.path} no longer reads ${MIGRATIONS_URL}; update the bundling of migrations in functions/build.ts.`);
+      return { contents: source.replace(MIGRATIONS_URL, JSON.stringify("./sql/migrations/")), loader: "ts" };
+    });
+    b.onResolve({ filter: /^\.\.?\// }, (args) => {
+      if (!args.importer.startsWith(join(root, "shared")) && !args.importer.startsWith(join(root, "functions"))) return undefined;
+      if (args.importer.includes("node_modules")) return undefined;
+      const path = join(args.resolveDir, args.path.replace(/\.js$/, ".ts"));
+      return existsSync(path) ? { path, sideEffects: false } : undefined;
+    });
+  },
+};
+
+/**
+ * Packages the platform provides, left out of the bundle: the Azure Node worker provides
+ * `@azure/functions-core`; on GCP the buildpack installs the package.json dependencies below.
+ */
+function externals(cloud: Cloud): string[] {
+  const always = ["pg-native", "@electric-sql/pglite"];
+  if (cloud === "azure") return [...always, "@azure/functions-core"];
+  if (cloud === "gcp") return [...always, ...Object.keys(GCP_DEPENDENCIES)];
+  return always;
 }
 
 export async function buildFunctions(outDir = join(root, "dist/functions")): Promise<BuiltFunction[]> {
@@ -58,26 +146,43 @@ export async function buildFunctions(outDir = join(root, "dist/functions")): Pro
       const dir = join(outDir, cloud, name);
       await rm(dir, { recursive: true, force: true });
       await mkdir(dir, { recursive: true });
-      await build({
+      const result = await build({
         entryPoints: [join(root, "functions", cloud, `${name}.ts`)],
-        outfile: join(dir, "index.mjs"),
+        // Code splitting makes the runtime's dynamic imports real: a queue or storage SDK a function
+        // does not call at cold start is a chunk loaded on first use, not part of index.mjs.
+        outdir: dir,
+        splitting: true,
+        entryNames: "index",
+        chunkNames: "chunks/[name]-[hash]",
+        outExtension: { ".js": ".mjs" },
         bundle: true,
         minify: true,
         format: "esm",
         platform: "node",
+        // ES module builds first (AWS SDK v3's dist-es): esbuild can drop what a client never uses.
+        mainFields: ["module", "main"],
         target: "node22",
         sourcemap: false,
         legalComments: "none",
         // pg's optional native binding is never used; PGlite is for local runs only.
-        external: ["pg-native", "@electric-sql/pglite"],
+        external: externals(cloud),
+        plugins: [trims],
+        metafile: true,
         // Bundled CommonJS dependencies call require(); give ESM output one.
         banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
         logLevel: "warning",
       });
-      for (const [file, content] of Object.entries(runtimeFiles(cloud, name))) {
+      // Beside whichever output file holds migrate.ts (the entry or, with splitting, a chunk).
+      const migrator = Object.entries(result.metafile.outputs).find(([, o]) => Object.keys(o.inputs).some((i) => /shared[\\/]db[\\/]migrate\.ts$/.test(i)))?.[0];
+      if (migrator) await cp(join(root, "shared/sql/migrations"), join(dirname(resolve(migrator)), "sql/migrations"), { recursive: true });
+      // Next to (not inside) the directory to zip: what is in the bundle, for `bench/functions.ts`.
+      await writeFile(join(outDir, cloud, `${name}.meta.json`), JSON.stringify(result.metafile));
+      const imported = new Set(Object.values(result.metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external).map((i) => i.path)));
+      const dependencies = Object.fromEntries(Object.entries(GCP_DEPENDENCIES).filter(([pkg]) => pkg === "@google-cloud/functions-framework" || imported.has(pkg)));
+      for (const [file, content] of Object.entries(runtimeFiles(cloud, name, dependencies))) {
         await writeFile(join(dir, file), content + "\n");
       }
-      built.push({ cloud, name, dir, bytes: (await stat(join(dir, "index.mjs"))).size });
+      built.push({ cloud, name, dir, ...outputSizes(result.metafile) });
     }
   }
   return built;
@@ -85,5 +190,7 @@ export async function buildFunctions(outDir = join(root, "dist/functions")): Pro
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const built = await buildFunctions();
-  for (const f of built) console.log(`${f.cloud}/${f.name}`.padEnd(18), `${(f.bytes / 1024).toFixed(0)} KiB`.padStart(9), f.dir);
+  for (const f of built) {
+    console.log(`${f.cloud}/${f.name}`.padEnd(18), `${(f.bytes / 1024).toFixed(0)} KiB`.padStart(9), `(${(f.loadedBytes / 1024).toFixed(0)} KiB at import)`.padStart(22), f.dir);
+  }
 }

@@ -67,7 +67,7 @@ export async function processServiceBusMessage(runtime: AzureRuntime, message: u
 }
 
 /** Timer trigger: drain until `budgetSeconds` is nearly spent. */
-export async function relayTimer(runtime: AzureRuntime, _timer: Timer, budgetSeconds = Number(process.env.WEBHOOKS_RELAY_BUDGET_SECONDS ?? 240)): Promise<DrainSummary> {
+export async function relayTimer(runtime: AzureRuntime, _timer: Timer, budgetSeconds = runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS): Promise<DrainSummary> {
   const deadline = Date.now() + budgetSeconds * 1000;
   const db = await runtime.database();
   const { relay, close } = relayFor(db, runtime.tuning, runtime.logger);

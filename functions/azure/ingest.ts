@@ -1,10 +1,13 @@
-import { app } from "@azure/functions";
+import { app, type HttpRequest } from "@azure/functions";
 import { ingestHttp } from "./handlers.js";
 import { azureRuntime } from "./runtime.js";
+
+/** The registered handler, exported too so the bundle can be driven outside the host (bench/functions.ts). */
+export const handler = (request: HttpRequest) => ingestHttp(azureRuntime(), request);
 
 app.http("ingest", {
   methods: ["POST"],
   authLevel: "anonymous", // the partner's signature is the authentication
   route: "webhooks/{partner}",
-  handler: (request) => ingestHttp(azureRuntime(), request),
+  handler,
 });

@@ -1,9 +1,12 @@
-import { app } from "@azure/functions";
+import { app, type InvocationContext } from "@azure/functions";
 import { processServiceBusMessage } from "./handlers.js";
 import { azureRuntime } from "./runtime.js";
+
+/** The registered handler, exported too so the bundle can be driven outside the host (bench/functions.ts). */
+export const handler = (message: unknown, context: InvocationContext) => processServiceBusMessage(azureRuntime(), message, context);
 
 app.serviceBusQueue("processor", {
   connection: "ServiceBusConnection",
   queueName: "%WEBHOOKS_QUEUE_NAME%",
-  handler: (message, context) => processServiceBusMessage(azureRuntime(), message, context),
+  handler,
 });

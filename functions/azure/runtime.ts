@@ -28,6 +28,8 @@ const shape = {
   WEBHOOKS_CLAIM_CHECK_CONTAINER: z.string().min(3).default("claim-checks"),
   WEBHOOKS_CLAIM_CHECK_CONNECTION: z.string().min(1).optional(),
   WEBHOOKS_DB_POOL_MAX: poolSize,
+  /** Seconds the relay timer may run (the function timeout minus a margin). Default: 240. */
+  WEBHOOKS_RELAY_BUDGET_SECONDS: z.coerce.number().int().min(10).max(3600).default(240),
 };
 
 export type AzureSettings = ReturnType<typeof readAzureSettings>;

@@ -21,6 +21,11 @@ const shape = {
   PARTNERS: z.string().min(2).optional(),
   DATABASE_URL: z.string().min(1).optional(),
   WEBHOOKS_CLAIM_CHECK_BUCKET: z.string().min(3).optional(),
+  /**
+   * A Cloud Storage JSON API endpoint other than Google's (a local test peer). Not
+   * STORAGE_EMULATOR_HOST: the client library reads that itself as a full base URL.
+   */
+  WEBHOOKS_STORAGE_API_ENDPOINT: z.string().url().optional(),
   WEBHOOKS_DB_POOL_MAX: poolSize,
   /** Seconds the relay may run (its timeout minus a margin). Default: 240. */
   WEBHOOKS_RELAY_BUDGET_SECONDS: z.coerce.number().int().min(10).max(3600).default(240),
@@ -66,7 +71,7 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
     objectStore: once(async () => {
       if (!settings.WEBHOOKS_CLAIM_CHECK_BUCKET) return undefined;
       const { createGcsStore } = await import("../../shared/objectStore/gcs.js");
-      return createGcsStore({ bucket: settings.WEBHOOKS_CLAIM_CHECK_BUCKET, apiEndpoint: env.STORAGE_EMULATOR_HOST });
+      return createGcsStore({ bucket: settings.WEBHOOKS_CLAIM_CHECK_BUCKET, apiEndpoint: settings.WEBHOOKS_STORAGE_API_ENDPOINT });
     }),
   };
 }

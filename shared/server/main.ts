@@ -7,6 +7,11 @@ import { mapPlatformError, startPlatform } from "../platform.js";
 import { createHttpServer } from "./router.js";
 
 async function main(): Promise<void> {
+  if (process.argv.includes("--demo")) {
+    // The demo lays its own settings over the environment and prints its own summary.
+    const demo = await import("../demo/run.js");
+    return demo.main();
+  }
   const config = loadConfig();
   const platform = await startPlatform(config);
   const server = createHttpServer({

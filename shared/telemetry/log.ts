@@ -10,7 +10,12 @@ export function createLogger(options: { level?: string; name?: string; destinati
       name: options.name ?? "webhooks",
       level: options.level ?? process.env.LOG_LEVEL ?? "info",
       redact: {
-        paths: ["secret", "secrets", "*.secret", "*.secrets", "signature", "*.signature", "payload", "*.payload", "body", "*.body", "headers.authorization", "authorization"],
+        paths: [
+          "secret", "secrets", "*.secret", "*.secrets", "signature", "*.signature", "payload", "*.payload", "body", "*.body",
+          "headers.authorization", "authorization",
+          // Whole header maps carry signatures (`webhook-signature`, `stripe-signature`, …) and tokens.
+          "headers", "*.headers", "token", "*.token", "rawBody", "*.rawBody", "signingSecret", "*.signingSecret",
+        ],
         censor: "[redacted]",
       },
     },

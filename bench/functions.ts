@@ -1,0 +1,224 @@
+/**
+ * Cloud function bundles benchmark (not a test): builds every bundle (functions/build.ts), then
+ * for each prints its minified size (all chunks: what is zipped; and what importing index.mjs
+ * loads, the rest being chunks loaded on first use) and, in a FRESH Node process per run, the time to import the
+ * bundle and to handle a first event through the bundle's own entry point, with the trigger's
+ * real event shape (API Gateway v2 / SQS event; `HttpRequest` / Service Bus body +
+ * `InvocationContext` / Timer; HTTP POSTs to the Functions Framework: a signed webhook, a Pub/Sub
+ * push envelope, a Cloud Scheduler call). Medians of BENCH_FUNCTIONS_RUNS (3) runs.
+ *
+ * The first event does the function's real work against local services: ingest verifies and
+ * enqueues (moto SQS / the Service Bus AMQP test peer / the Pub/Sub emulator), the processor
+ * stores and applies an inbox entry in PostgreSQL, the relay delivers one due outbox delivery to
+ * a receiver on 127.0.0.1. It includes the cold start's own connections (pg, AMQP, HTTP clients)
+ * and the migration check on an already-migrated database; all over loopback. When a queue
+ * service is not answering, that cloud's ingest gets a request with a bad signature instead
+ * (it stops at verification, 401), and the table says so.
+ *
+ *   npm run bench:functions      # needs PostgreSQL at 127.0.0.1:5432; moto and the Pub/Sub emulator
+ *                                # from `source .ci/services.sh && start_services`
+ * Targets: each bundle < 1 MB (1024 KiB) minified; first event < 300 ms.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { Webhook } from "standardwebhooks";
+import { buildFunctions, type BuiltFunction } from "../functions/build.js";
+import { inlineMessage } from "../shared/cloud/inboundMessage.js";
+import { migrate } from "../shared/db/migrate.js";
+import { openPostgres } from "../shared/db/postgres.js";
+import type { Database } from "../shared/db/port.js";
+import { createSubscription, enqueue } from "../shared/outbound/index.js";
+import { startReceiver } from "../test/functions/receiver.js";
+import { createServerDatabase, postgresAvailable } from "../test/support/databases.js";
+import { createEmulatorTopics, MOTO_CLIENT_CONFIG, MOTO_URL, createMotoQueuePair, motoAvailable, PUBSUB_EMULATOR_HOST, pubsubEmulatorAvailable } from "../test/support/emulators.js";
+import { startServiceBusTestPeer } from "../test/support/serviceBusTestPeer.js";
+
+const RUNS = Number(process.env.BENCH_FUNCTIONS_RUNS ?? 3);
+const SIZE_TARGET_KIB = 1024;
+const FIRST_EVENT_TARGET_MS = 300;
+const root = fileURLToPath(new URL("..", import.meta.url));
+const driver = join(root, "bench/functions/coldStart.mjs");
+const run = promisify(execFile);
+
+const SECRET = `whsec_${Buffer.from("bench-functions-secret-32-bytes!").toString("base64")}`;
+const PARTNERS_JSON = JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [SECRET] } });
+const signer = new Webhook(SECRET);
+let counter = 0;
+const nextId = (what: string) => `evt_bench_${what}_${Date.now().toString(36)}_${++counter}`;
+
+function signed(id: string, body: string, valid: boolean): Record<string, string> {
+  const at = new Date();
+  return {
+    "content-type": "application/json",
+    "webhook-id": id,
+    "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+    "webhook-signature": valid ? signer.sign(id, at, body) : "v1,Zm9yZ2VkLXNpZ25hdHVyZS1mb3ItdGhlLWJlbmNoLW9ubHk=",
+  };
+}
+const orderCreated = (id: string) => JSON.stringify({ type: "order.created", data: { order_id: `o-${id}` } });
+
+/** The first event of one function, in its trigger's shape. */
+function eventFor(cloud: BuiltFunction["cloud"], name: BuiltFunction["name"], queueUp: boolean): { event: unknown; note: string } {
+  const id = nextId(`${cloud}_${name}`);
+  const body = orderCreated(id);
+  if (name === "ingest") {
+    const headers = signed(id, body, queueUp);
+    const note = queueUp ? "signed webhook → queued" : "bad signature → 401 (queue not answering)";
+    if (cloud === "aws") {
+      return { note, event: {
+        version: "2.0", routeKey: "POST /webhooks/{partner}", rawPath: "/webhooks/shop", rawQueryString: "", headers,
+        pathParameters: { partner: "shop" }, isBase64Encoded: false, body,
+        requestContext: { accountId: "123456789012", apiId: "api", domainName: "api.example", domainPrefix: "api", requestId: id, routeKey: "POST /webhooks/{partner}", stage: "$default", time: "", timeEpoch: Date.now(), http: { method: "POST", path: "/webhooks/shop", protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "bench" } },
+      } };
+    }
+    if (cloud === "azure") return { note, event: { method: "POST", url: "https://fn.azurewebsites.net/api/webhooks/shop", headers, body: { string: body }, params: { partner: "shop" } } };
+    return { note, event: { path: "/webhooks/shop", headers, body } };
+  }
+  if (name === "processor") {
+    const message = inlineMessage({ partner: "shop", eventId: id, eventType: "order.created", receivedAt: new Date() }, Buffer.from(body));
+    const note = "inbox entry stored and applied";
+    if (cloud === "aws") {
+      const messageAttributes = Object.fromEntries(Object.entries(message.attributes ?? {}).map(([k, v]) => [k, { stringValue: v, dataType: "String", stringListValues: [], binaryListValues: [] }]));
+      return { note, event: { Records: [{
+        messageId: id, receiptHandle: `rh-${id}`, body: message.body, md5OfBody: "", eventSource: "aws:sqs",
+        eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:bench", awsRegion: "us-east-1", messageAttributes,
+        attributes: { ApproximateReceiveCount: "1", SentTimestamp: String(Date.now()), SenderId: "AIDAEXAMPLE", ApproximateFirstReceiveTimestamp: String(Date.now()) },
+      }] } };
+    }
+    if (cloud === "azure") {
+      return { note, event: { body: JSON.parse(message.body), triggerMetadata: {
+        deliveryCount: 1, messageId: id, contentType: "application/json", enqueuedTimeUtc: new Date().toISOString(),
+        lockToken: "7c8b8a5e-1f0e-4a4b-9d6c-3e2f1a0b9c8d", sequenceNumber: 1, applicationProperties: message.attributes,
+      } } };
+    }
+    const envelope = { message: { data: Buffer.from(message.body).toString("base64"), attributes: message.attributes, messageId: id, publishTime: new Date().toISOString() }, subscription: "projects/bench/subscriptions/inbound-push", deliveryAttempt: 1 };
+    return { note, event: { path: "/", headers: { "content-type": "application/json" }, body: JSON.stringify(envelope) } };
+  }
+  if (cloud === "gcp") return { note: "one due delivery sent", event: { path: "/", headers: { "content-type": "application/json" }, body: "{}" } };
+  return { note: "one due delivery sent", event: {} };
+}
+
+interface Measured { importMs: number; firstEventMs: number; result: string }
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function coldStart(dir: string, f: BuiltFunction, env: Record<string, string>, event: unknown): Promise<Measured> {
+  const spec = join(dir, `${f.cloud}-${f.name}-${++counter}.json`);
+  await writeFile(spec, JSON.stringify({ cloud: f.cloud, name: f.name, bundle: join(f.dir, "index.mjs"), event }));
+  const { stdout } = await run(process.execPath, [driver, spec], {
+    cwd: root, timeout: 60_000,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NODE_ENV: "production", LOG_LEVEL: "error", ALLOWED_DESTINATIONS: "127.0.0.1", ...env },
+  });
+  return JSON.parse(stdout.trim().split("\n").pop()!) as Measured;
+}
+
+/** Largest packages in a bundle, from its esbuild metafile. */
+async function topPackages(f: BuiltFunction, n = 5): Promise<string> {
+  const meta = JSON.parse(await readFile(join(f.dir, "..", `${f.name}.meta.json`), "utf8")) as { outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }> };
+  const by = new Map<string, number>();
+  for (const output of Object.values(meta.outputs)) {
+    for (const [file, { bytesInOutput }] of Object.entries(output.inputs)) {
+      const key = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? "(our code)";
+      by.set(key, (by.get(key) ?? 0) + bytesInOutput);
+    }
+  }
+  return [...by].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${k} ${Math.round(v / 1024)}`).join(", ");
+}
+
+async function main(): Promise<void> {
+  if (!(await postgresAvailable())) throw new Error("PostgreSQL is not answering at 127.0.0.1:5432; the bench needs it.");
+  console.log("building bundles…");
+  const built = await buildFunctions();
+
+  const database = await createServerDatabase();
+  const db: Database = openPostgres({ connectionString: database.url, max: 2 });
+  await migrate(db); // the functions' cold start then only checks
+  const receiver = await startReceiver();
+  await createSubscription(db, { url: `${receiver.url}/bench`, eventTypes: ["bench.*"] });
+  const dueDelivery = () => db.transaction((tx) => enqueue(tx, { id: nextId("out"), type: "bench.done", data: { n: counter } }));
+
+  const motoUp = await motoAvailable();
+  const pubsubUp = await pubsubEmulatorAvailable();
+  const sqs = motoUp ? await createMotoQueuePair(3) : undefined;
+  const topics = pubsubUp ? await createEmulatorTopics(5) : undefined;
+  const peer = await startServiceBusTestPeer();
+  peer.createQueue("bench", { maxDeliveryCount: 3 });
+
+  const envs: Record<BuiltFunction["cloud"], Record<string, string>> = {
+    aws: {
+      WEBHOOKS_QUEUE_URL: sqs?.queueUrl ?? `${MOTO_URL}/123456789012/absent`, WEBHOOKS_DEAD_LETTER_QUEUE_URL: sqs?.deadLetterQueueUrl ?? "",
+      WEBHOOKS_PARTNERS: PARTNERS_JSON, WEBHOOKS_DATABASE_URL: database.url,
+      AWS_ENDPOINT_URL: MOTO_URL, AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: MOTO_CLIENT_CONFIG.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CLIENT_CONFIG.credentials.secretAccessKey,
+    },
+    azure: { WEBHOOKS_QUEUE_NAME: "bench", ServiceBusConnection: peer.connectionString, PARTNERS: PARTNERS_JSON, DATABASE_URL: database.url },
+    gcp: {
+      GOOGLE_CLOUD_PROJECT: topics?.projectId ?? "bench", WEBHOOKS_TOPIC: topics?.topic ?? "absent", PARTNERS: PARTNERS_JSON,
+      DATABASE_URL: database.url, PUBSUB_EMULATOR_HOST,
+    },
+  };
+  const queueUp = { aws: motoUp, azure: true, gcp: pubsubUp };
+
+  const dir = await mkdtemp(join(tmpdir(), "bench-functions-"));
+  const rows: { f: BuiltFunction; note: string; runs: Measured[] }[] = [];
+  const reference: Measured[] = [];
+  const loadBefore = loadavg()[0]!;
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      reference.push(await coldStart(dir, { cloud: "reference" as BuiltFunction["cloud"], name: "ingest", dir: root, bytes: 0, loadedBytes: 0 }, { DATABASE_URL: database.url }, {}));
+    }
+    for (const f of built) {
+      const runs: Measured[] = [];
+      let note = "";
+      for (let i = 0; i < RUNS; i++) {
+        if (f.name === "relay") await dueDelivery();
+        const { event, note: n } = eventFor(f.cloud, f.name, queueUp[f.cloud]);
+        note = n;
+        runs.push(await coldStart(dir, f, envs[f.cloud], event));
+      }
+      rows.push({ f, note, runs });
+      process.stdout.write(".");
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await peer.close();
+    await sqs?.remove();
+    await topics?.remove();
+    await receiver.close();
+    await db.close();
+    await database.drop();
+  }
+
+  console.log(`\n\nCloud function bundles: size, and a cold start in a fresh Node ${process.version} process (median of ${RUNS})`);
+  console.log(`targets: bundle < ${SIZE_TARGET_KIB} KiB minified; first event < ${FIRST_EVENT_TARGET_MS} ms\n`);
+  const header = ["function", "bundle KiB", "at import KiB", "import ms", "first event ms", "answer", "first event"];
+  const lines = rows.map(({ f, note, runs }) => {
+    const kib = Math.round(f.bytes / 1024);
+    const first = median(runs.map((r) => r.firstEventMs));
+    return [
+      `${f.cloud}/${f.name}`,
+      `${kib}${kib > SIZE_TARGET_KIB ? " !" : ""}`,
+      String(Math.round(f.loadedBytes / 1024)),
+      median(runs.map((r) => r.importMs)).toFixed(0),
+      `${first.toFixed(0)}${first > FIRST_EVENT_TARGET_MS ? " !" : ""}`,
+      runs.map((r) => r.result).join("/"),
+      note,
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  console.log(fmt(header));
+  console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
+  for (const l of lines) console.log(fmt(l));
+  const ref = ["reference: pg only", "-", "-", median(reference.map((r) => r.importMs)).toFixed(0), median(reference.map((r) => r.firstEventMs)).toFixed(0), "SELECT 1", "import pg; connect; SELECT 1"];
+  console.log(fmt(ref));
+  console.log(`\nload average (1 min) ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after, on ${cpus().length} CPUs: compare the functions with the reference row of the same run.`);
+  console.log("\n! = over target. GCP bundles leave the Functions Framework and the Google SDKs to the buildpack's npm install (see functions/build.ts); their import time includes loading them.");
+  console.log("\nLargest packages per bundle (KiB, from the esbuild metafile):");
+  for (const { f } of rows) console.log(`  ${`${f.cloud}/${f.name}`.padEnd(16)} ${await topPackages(f)}`);
+}
+
+await main();

@@ -1,0 +1,270 @@
+// The admin page client: plain browser JavaScript, no framework, no build step.
+// It talks to the same JSON management API as the CLI, with the bearer token kept in
+// sessionStorage (this tab only). Every value from the server is inserted as text, never as HTML:
+// partner payloads and error excerpts are untrusted.
+
+const TOKEN_KEY = "webhooks.adminToken";
+const REFRESH_MS = 3000;
+const $ = (id) => document.getElementById(id);
+
+let timer = null;
+let selectedDelivery = null;
+
+// ---- API ---------------------------------------------------------------------------------
+
+class Unauthorized extends Error {}
+
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: {
+      authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) ?? ""}`,
+      accept: "application/json",
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  if (res.status === 401) throw new Unauthorized("The token was refused.");
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : undefined;
+  if (!res.ok) throw new Error(data?.error?.message ?? `${method} ${path} failed with ${res.status}`);
+  return data;
+}
+
+// List answers wrap their rows in one named array: { deadLetters: [...] }, { entries: [...] }, …
+const items = (answer) => (Array.isArray(answer) ? answer : Object.values(answer ?? {}).find(Array.isArray) ?? []);
+
+// ---- DOM helpers ---------------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== undefined && c !== null) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+
+const isEmpty = (value) => value === null || value === undefined || value === "";
+const td = (value, cls) => (isEmpty(value) ? el("td", { class: "none" }, "–") : el("td", { class: cls }, value));
+const badge = (text, kind = text) => el("span", { class: `badge ${kind}` }, text);
+const RESULT_KIND = { delivered: "delivered", retryable: "pending", permanent: "dead", gone: "dead" };
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : null);
+
+function fill(tbody, rows, columns, empty) {
+  tbody.replaceChildren(...(rows.length ? rows.map(columns) : [el("tr", {}, el("td", { class: "empty", colspan: 9 }, empty))]));
+}
+
+function showError(error) {
+  if (error instanceof Unauthorized) return signOut("The token was refused; enter it again.");
+  $("error").textContent = error ? error.message : "";
+}
+
+// ---- Sections ------------------------------------------------------------------------------
+
+const healthOf = (status) => (status === "active" ? "healthy" : status);
+
+async function replay(path, button) {
+  button.disabled = true;
+  try {
+    await api("POST", path);
+    await refresh();
+  } catch (error) {
+    showError(error);
+    button.disabled = false;
+  }
+}
+
+async function loadDeadLetters() {
+  const rows = items(await api("GET", "/dead-letters?limit=100"));
+  $("dead-count").textContent = String(rows.length);
+  $("dead-count").classList.toggle("alert", rows.length > 0);
+  $("dead-replay-all").disabled = rows.length === 0;
+  fill($("dead-rows"), rows, (d) => el("tr", { "data-id": d.id },
+    td(el("code", {}, d.id)),
+    td(d.eventType),
+    td(d.attempts),
+    td(when(d.deadAt)),
+    td(d.deadReason, "reason"),
+    el("td", {}, el("button", { type: "button", onclick: (e) => replay(`/dead-letters/${encodeURIComponent(d.id)}/replay`, e.currentTarget) }, "Replay")),
+  ), "No dead letters.");
+}
+
+async function loadQuarantine() {
+  const rows = items(await api("GET", "/inbox?status=quarantined&limit=100"));
+  $("quarantine-count").textContent = String(rows.length);
+  $("quarantine-count").classList.toggle("alert", rows.length > 0);
+  $("quarantine-replay-all").disabled = rows.length === 0;
+  fill($("quarantine-rows"), rows, (q) => el("tr", { "data-id": q.id },
+    td(el("code", {}, q.id)),
+    td(q.partnerName),
+    td(el("code", {}, q.partnerEventId)),
+    td(q.eventType),
+    td(when(q.receivedAt)),
+    td(q.quarantineReason ?? q.lastError, "reason"),
+    el("td", {}, el("button", { type: "button", onclick: (e) => replay(`/inbox/${encodeURIComponent(q.id)}/replay`, e.currentTarget) }, "Replay")),
+  ), "No quarantined entries.");
+}
+
+async function loadDeliveries() {
+  const status = $("delivery-status").value;
+  const rows = items(await api("GET", `/deliveries?status=${encodeURIComponent(status)}&limit=100`));
+  fill($("delivery-rows"), rows, (d) => el("tr", { "data-id": d.id, class: d.id === selectedDelivery ? "selected" : undefined },
+    td(el("code", {}, d.id)),
+    td(d.eventType),
+    td(badge(d.status)),
+    td(d.attempts),
+    td(d.lastStatus ?? d.lastError),
+    td(when(d.updatedAt ?? d.deliveredAt ?? d.createdAt)),
+    el("td", {}, el("button", { type: "button", onclick: () => showAttempts(d.id) }, "Attempts")),
+  ), `No ${status} deliveries.`);
+  if (selectedDelivery) await loadAttempts();
+}
+
+async function showAttempts(id) {
+  selectedDelivery = id;
+  $("attempts").hidden = false;
+  $("attempts-of").textContent = id;
+  for (const tr of $("delivery-rows").children) tr.classList.toggle("selected", tr.dataset.id === id);
+  await loadAttempts().catch(showError);
+}
+
+async function loadAttempts() {
+  const rows = items(await api("GET", `/deliveries/${encodeURIComponent(selectedDelivery)}/attempts`));
+  fill($("attempt-rows"), rows, (a) => el("tr", {},
+    td(a.probe ? `${a.attemptNumber} (probe)` : a.attemptNumber),
+    td(badge(a.result, RESULT_KIND[a.result] ?? "dead")),
+    td(a.status),
+    td(a.latencyMs !== undefined ? `${a.latencyMs} ms` : null),
+    a.errorClass
+      ? el("td", { class: "reason" }, a.errorClass, a.responseExcerpt ? el("span", { class: "excerpt" }, ` ${a.responseExcerpt}`) : "")
+      : td(a.responseExcerpt, "excerpt"),
+    td(when(a.createdAt)),
+  ), "No attempts yet.");
+}
+
+async function loadSubscriptions() {
+  const rows = items(await api("GET", "/subscriptions?limit=100"));
+  fill($("subscription-rows"), rows, (s) => el("tr", { "data-id": s.id },
+    td(el("code", {}, s.id)),
+    td(badge(healthOf(s.status))),
+    td(s.health?.consecutiveFailures),
+    td(el("code", {}, s.url)),
+    td((s.eventTypes ?? []).join(", ")),
+    td(s.health?.disabledReason, "reason"),
+    el("td", {}, s.status === "active" ? "" : el("button", { type: "button", onclick: (e) => replay(`/subscriptions/${encodeURIComponent(s.id)}/enable`, e.currentTarget) }, "Re-enable")),
+  ), "No subscriptions.");
+}
+
+// ---- Chart: deliveries per minute by outcome, as inline SVG (stacked bars) -----------------------
+
+const SERIES = [
+  { key: "delivered", label: "delivered", color: "#1a7f37" },
+  { key: "retried", label: "failed, will retry", color: "#d4a72c" },
+  { key: "failed", label: "failed permanently", color: "#fa4549" },
+  { key: "deadLettered", label: "dead letters (not replayed yet)", color: "#6e2b9e" },
+];
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+async function loadChart() {
+  const { series } = await api("GET", "/stats/deliveries-per-minute?minutes=60");
+  const W = 1000, H = 180, left = 36, bottom = 20, top = 8;
+  const max = Math.max(1, ...series.map((m) => SERIES.reduce((sum, s) => sum + m[s.key], 0)));
+  const step = (W - left) / series.length;
+  const y = (v) => top + (H - top - bottom) * (1 - v / max);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" });
+  for (const tick of [0, Math.round(max / 2), max]) {
+    root.append(svg("line", { x1: left, x2: W, y1: y(tick), y2: y(tick), stroke: "#d9dee6", "stroke-width": 1 }));
+    root.append(svg("text", { x: left - 4, y: y(tick) + 4, "text-anchor": "end", "font-size": 11, fill: "#5b6473" }, String(tick)));
+  }
+  series.forEach((m, i) => {
+    let base = 0;
+    for (const s of SERIES) {
+      const v = m[s.key];
+      if (!v) continue;
+      const rect = svg("rect", { x: left + i * step + 1, width: Math.max(1, step - 2), y: y(base + v), height: y(base) - y(base + v), fill: s.color });
+      rect.append(svg("title", {}, `${new Date(m.minute).toLocaleTimeString()}: ${v} ${s.label}`));
+      root.append(rect);
+      base += v;
+    }
+    if (i % 10 === 0) root.append(svg("text", { x: left + i * step, y: H - 4, "font-size": 11, fill: "#5b6473" }, new Date(m.minute).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
+  });
+  $("chart").replaceChildren(root);
+  $("legend").replaceChildren(...SERIES.map((s) => {
+    const total = series.reduce((sum, m) => sum + m[s.key], 0);
+    const swatch = el("i");
+    swatch.style.background = s.color;
+    return el("li", {}, swatch, `${s.label}: ${total}`);
+  }));
+}
+
+// ---- Lifecycle -------------------------------------------------------------------------------
+
+async function refresh() {
+  const results = await Promise.allSettled([loadChart(), loadDeadLetters(), loadQuarantine(), loadDeliveries(), loadSubscriptions()]);
+  const failed = results.find((r) => r.status === "rejected");
+  showError(failed?.reason);
+  $("refreshed").textContent = `updated ${new Date().toLocaleTimeString()}`;
+}
+
+function signIn() {
+  $("login").hidden = true;
+  $("app").hidden = false;
+  $("session").hidden = false;
+  refresh();
+  clearInterval(timer);
+  timer = setInterval(() => { if (!document.hidden) refresh(); }, REFRESH_MS);
+}
+
+function signOut(message) {
+  clearInterval(timer);
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("app").hidden = true;
+  $("session").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message ?? "";
+  $("token").focus();
+}
+
+async function bulk(path, body, noun, button) {
+  if (!confirm(`Replay every ${noun}? Each goes through the normal path again.`)) return;
+  button.disabled = true;
+  try {
+    const answer = await api("POST", path, body);
+    $("error").textContent = "";
+    $("refreshed").textContent = `replayed ${answer?.replayed?.length ?? 0}`;
+  } catch (error) {
+    showError(error);
+  }
+  await refresh();
+}
+
+$("login").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+  $("token").value = "";
+  try {
+    await api("GET", "/subscriptions?limit=1");
+    signIn();
+  } catch (error) {
+    signOut(error instanceof Unauthorized ? "That token was refused. Use the ADMIN_TOKEN printed at start." : error.message);
+  }
+});
+$("signout").addEventListener("click", () => signOut());
+$("refresh").addEventListener("click", () => refresh());
+$("delivery-status").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; loadDeliveries().catch(showError); });
+$("dead-replay-all").addEventListener("click", (e) => bulk("/dead-letters/replay", { filter: {} }, "dead letter", e.currentTarget));
+$("quarantine-replay-all").addEventListener("click", (e) => bulk("/inbox/replay", { status: "quarantined" }, "quarantined inbox entry", e.currentTarget));
+
+if (sessionStorage.getItem(TOKEN_KEY)) signIn();
+else signOut();

@@ -1,0 +1,43 @@
+/**
+ * The admin page's static files (index.html, app.js, app.css in this folder), read once and served
+ * as strings. No build step: what is in the folder is what the browser gets.
+ */
+import { readFile } from "node:fs/promises";
+
+export interface Asset {
+  contentType: string;
+  body: string;
+}
+
+const FILES: Record<string, string> = {
+  "index.html": "text/html; charset=utf-8",
+  "app.js": "text/javascript; charset=utf-8",
+  "app.css": "text/css; charset=utf-8",
+};
+
+const cache = new Map<string, Promise<Asset>>();
+
+/** One of the page's files, or undefined for any other name. */
+export function adminAsset(name: string): Promise<Asset> | undefined {
+  const contentType = FILES[name];
+  if (!contentType) return undefined;
+  let asset = cache.get(name);
+  if (!asset) {
+    asset = readFile(new URL(`./${name}`, import.meta.url), "utf8").then((body) => ({ contentType, body }));
+    // A failed read must not be cached forever.
+    asset.catch(() => cache.delete(name));
+    cache.set(name, asset);
+  }
+  return asset;
+}
+
+/**
+ * Headers of every admin asset: the page runs only its own script and style, cannot be framed,
+ * and sends no referrer (URLs may carry ids).
+ */
+export const ADMIN_SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-cache",
+};

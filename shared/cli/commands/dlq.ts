@@ -1,0 +1,63 @@
+/** `webhooks dlq list|replay`: outbound dead letters. */
+import { intOption, type Command } from "../command.js";
+import { printJson, table } from "../output.js";
+import { itemsOf } from "./lists.js";
+import { runReplay } from "./replay.js";
+
+interface DeadLetter {
+  id: string;
+  subscriptionId?: string;
+  eventType?: string;
+  attempts?: number;
+  deadReason?: string | null;
+  deadAt?: string | null;
+}
+
+export const dlqList: Command = {
+  name: "dlq list",
+  summary: "List outbound deliveries that will not be retried automatically (dead letters), in id order.",
+  usage: "dlq list [--limit <n>]",
+  help: `Options:
+  --limit <n>   at most n entries (1-1000, default 100)
+
+Example:
+  webhooks dlq list --json | jq -r '.[].id'`,
+  options: { limit: { type: "string" } },
+  async run(inv) {
+    const limit = intOption(inv, "limit", 100, 1, 1000);
+    const rows = itemsOf<DeadLetter>(await inv.api().get("/dead-letters", { limit: String(limit) }));
+    if (inv.json) inv.io.stdout(printJson(rows));
+    else if (rows.length === 0) inv.io.stdout("No dead letters.\n");
+    else inv.io.stdout(table(rows, [
+      { header: "id", value: (r) => r.id },
+      { header: "event type", value: (r) => r.eventType },
+      { header: "attempts", value: (r) => r.attempts },
+      { header: "dead at", value: (r) => r.deadAt },
+      { header: "reason", value: (r) => r.deadReason },
+    ]));
+  },
+};
+
+export const dlqReplay: Command = {
+  name: "dlq replay",
+  summary: "Replay dead letters. Each goes back to pending and through the normal delivery path (recorded).",
+  usage: "dlq replay <delivery id>... | --all [--limit <n>]",
+  help: `Arguments:
+  <delivery id>   one or more ids from \`webhooks dlq list\`
+
+Options:
+  --all           replay every dead letter (in batches; progress on stderr)
+  --limit <n>     with --all: replay at most n (default 1000)
+
+Exit code 1 if any replay failed.`,
+  options: { all: { type: "boolean", default: false }, limit: { type: "string" } },
+  positionals: [0, 1000],
+  run: (inv) =>
+    runReplay(inv, {
+      noun: "dead letter",
+      single: (id) => `/dead-letters/${id}/replay`,
+      bulk: "/dead-letters/replay",
+      bulkBody: (limit) => ({ filter: {}, limit }),
+      bulkIds: (answer) => ((answer as { replayed?: string[] })?.replayed ?? []).map(String),
+    }),
+};

@@ -1,0 +1,77 @@
+/**
+ * Replaying many entries, shared by `dlq replay` and `inbox replay`: explicit ids one by one,
+ * or `--all` through the bulk endpoint, with progress on stderr and a summary at the end.
+ */
+import { ApiError, seg, type ApiClient } from "../api.js";
+import { OperationError, UsageError, type Invocation } from "../command.js";
+import { printJson } from "../output.js";
+
+export interface ReplayTarget {
+  /** For messages: "dead letter", "inbox entry". */
+  noun: string;
+  /** `POST <single(id)>` replays one. */
+  single(id: string): string;
+  /** `POST <bulk>` replays everything that matches the body. */
+  bulk: string;
+  /** Body of the bulk call. */
+  bulkBody(limit: number): unknown;
+  /** The ids the bulk answer says were replayed. */
+  bulkIds(answer: unknown): string[];
+}
+
+export interface ReplayResult {
+  replayed: string[];
+  failed: { id: string; error: string }[];
+}
+
+/** Runs the replay described by `inv` (positional ids, or `--all` with `--limit`). */
+export async function runReplay(inv: Invocation, target: ReplayTarget): Promise<number> {
+  const all = inv.values.all === true;
+  const ids = inv.positionals;
+  if (all && ids.length > 0) throw new UsageError("Give either ids or --all, not both.");
+  if (!all && ids.length === 0) throw new UsageError(`Give the id of at least one ${target.noun}, or --all.`);
+  const api = inv.api();
+  const result = all ? await replayAll(api, inv, target) : await replayEach(api, inv, target, ids);
+  const total = result.replayed.length;
+  if (inv.json) inv.io.stdout(printJson({ replayed: total, ids: result.replayed, failed: result.failed }));
+  else {
+    inv.io.stdout(`Replayed ${total} ${target.noun}${total === 1 ? "" : "s"}${result.failed.length ? `; ${result.failed.length} failed` : ""}.\n`);
+    for (const f of result.failed) inv.io.stdout(`  ${f.id}: ${f.error}\n`);
+  }
+  if (result.failed.length > 0) throw new OperationError(`${result.failed.length} of ${ids.length} replays failed (see above); fix the cause and replay them again.`);
+  return 0;
+}
+
+async function replayEach(api: ApiClient, inv: Invocation, target: ReplayTarget, ids: string[]): Promise<ReplayResult> {
+  const result: ReplayResult = { replayed: [], failed: [] };
+  for (const [i, id] of ids.entries()) {
+    try {
+      await api.post(target.single(seg(id)));
+      result.replayed.push(id);
+    } catch (error) {
+      // Unreachable server or bad token: stop at once, the rest would fail the same way.
+      if (error instanceof ApiError && (error.status === 0 || error.status === 401)) throw error;
+      result.failed.push({ id, error: (error as Error).message });
+    }
+    if (ids.length > 1) inv.io.stderr(`replaying ${i + 1}/${ids.length}\r`);
+  }
+  if (ids.length > 1) inv.io.stderr("\n");
+  return result;
+}
+
+async function replayAll(api: ApiClient, inv: Invocation, target: ReplayTarget): Promise<ReplayResult> {
+  const limit = Number(inv.values.limit ?? 1000);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw new UsageError(`--limit must be an integer from 1 to 100000; got ${JSON.stringify(inv.values.limit)}.`);
+  // The server replays in batches; ask for batches until it says none are left or the limit is reached.
+  const batch = Math.min(limit, 500);
+  const replayed: string[] = [];
+  inv.io.stderr(`replaying every ${target.noun} (at most ${limit})…\n`);
+  while (replayed.length < limit) {
+    const want = Math.min(batch, limit - replayed.length);
+    const ids = target.bulkIds(await api.post(target.bulk, target.bulkBody(want)));
+    replayed.push(...ids);
+    inv.io.stderr(`replayed ${replayed.length}\n`);
+    if (ids.length < want) break;
+  }
+  return { replayed, failed: [] };
+}

@@ -1,0 +1,137 @@
+/** `webhooks subscriptions list|create|get|enable`. */
+import { readFile } from "node:fs/promises";
+import { seg } from "../api.js";
+import { UsageError, intOption, type Command } from "../command.js";
+import { printJson, record, table } from "../output.js";
+import { itemsOf } from "./lists.js";
+
+interface Subscription {
+  id: string;
+  url: string;
+  eventTypes: string[];
+  secrets?: string[];
+  description?: string | null;
+  maxAttempts?: number | null;
+  status: "active" | "degraded" | "disabled";
+  health?: { consecutiveFailures?: number; disabledReason?: string | null; nextProbeAt?: string | null; lastFailureAt?: string | null };
+  createdAt?: string;
+}
+
+/** What a person calls the status: an active subscription is healthy. */
+export function healthOf(status: string): string {
+  return status === "active" ? "healthy" : status;
+}
+
+function show(sub: Subscription): Record<string, unknown> {
+  return {
+    id: sub.id,
+    url: sub.url,
+    "event types": sub.eventTypes.join(", "),
+    health: healthOf(sub.status),
+    "consecutive failures": sub.health?.consecutiveFailures,
+    "disabled reason": sub.health?.disabledReason,
+    "next probe": sub.health?.nextProbeAt,
+    "max attempts": sub.maxAttempts ?? "default",
+    description: sub.description,
+    created: sub.createdAt,
+    ...(sub.secrets ? { secrets: sub.secrets.join(" ") } : {}),
+  };
+}
+
+export const subscriptionsList: Command = {
+  name: "subscriptions list",
+  summary: "List outbound subscriptions with their health (healthy, degraded, disabled).",
+  usage: "subscriptions list [--status active|degraded|disabled] [--limit <n>]",
+  help: `Options:
+  --status <s>  only this status
+  --limit <n>   at most n (1-1000, default 100)`,
+  options: { status: { type: "string" }, limit: { type: "string" } },
+  async run(inv) {
+    const status = inv.values.status as string | undefined;
+    if (status !== undefined && !["active", "degraded", "disabled"].includes(status)) {
+      throw new UsageError(`--status must be active, degraded or disabled; got ${JSON.stringify(status)}.`);
+    }
+    const limit = intOption(inv, "limit", 100, 1, 1000);
+    const rows = itemsOf<Subscription>(await inv.api().get("/subscriptions", { status, limit: String(limit) }));
+    if (inv.json) inv.io.stdout(printJson(rows));
+    else if (rows.length === 0) inv.io.stdout("No subscriptions.\n");
+    else inv.io.stdout(table(rows, [
+      { header: "id", value: (r) => r.id },
+      { header: "health", value: (r) => healthOf(r.status) },
+      { header: "failures", value: (r) => r.health?.consecutiveFailures },
+      { header: "url", value: (r) => r.url },
+      { header: "event types", value: (r) => r.eventTypes.join(",") },
+    ]));
+  },
+};
+
+export const subscriptionsCreate: Command = {
+  name: "subscriptions create",
+  summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>] [--max-attempts <n>] [--description <text>]",
+  help: `Options:
+  --endpoint <url>       where deliveries are POSTed (required)
+  --event <type>         event type or pattern such as order.* (repeatable, at least one)
+  --secret <whsec_...>   signing secret (repeatable for rotation); default: generated
+  --secret-file <path>   read the secret from a file instead of the command line
+  --max-attempts <n>     attempts before dead letter (default: the relay's policy)
+  --description <text>
+
+Example:
+  webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
+  options: {
+    endpoint: { type: "string" },
+    event: { type: "string", multiple: true },
+    secret: { type: "string", multiple: true },
+    "secret-file": { type: "string" },
+    "max-attempts": { type: "string" },
+    description: { type: "string" },
+  },
+  async run(inv) {
+    const url = inv.values.endpoint as string | undefined;
+    const events = (inv.values.event as string[] | undefined) ?? [];
+    if (!url) throw new UsageError("--endpoint is required: where deliveries are POSTed.");
+    if (events.length === 0) throw new UsageError("Give at least one --event (e.g. --event 'order.*').");
+    const secrets = [...((inv.values.secret as string[] | undefined) ?? [])];
+    const file = inv.values["secret-file"] as string | undefined;
+    if (file) {
+      try {
+        secrets.push((await readFile(file, "utf8")).trim());
+      } catch (error) {
+        throw new UsageError(`Cannot read --secret-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+      }
+    }
+    const body: Record<string, unknown> = { url, eventTypes: events };
+    if (secrets.length) body.secrets = secrets;
+    if (inv.values["max-attempts"] !== undefined) body.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
+    if (inv.values.description !== undefined) body.description = inv.values.description;
+    const sub = await inv.api().post<Subscription>("/subscriptions", body);
+    if (inv.json) inv.io.stdout(printJson(sub));
+    else inv.io.stdout(`Created ${sub.id}. Keep the secret: it is not shown again.\n${record(show(sub))}`);
+  },
+};
+
+export const subscriptionsGet: Command = {
+  name: "subscriptions get",
+  summary: "Show one subscription and its health.",
+  usage: "subscriptions get <subscription id>",
+  help: "",
+  positionals: [1, 1],
+  async run(inv) {
+    const sub = await inv.api().get<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`);
+    inv.io.stdout(inv.json ? printJson(sub) : record(show(sub)));
+  },
+};
+
+export const subscriptionsEnable: Command = {
+  name: "subscriptions enable",
+  summary: "Re-enable a degraded or disabled subscription. This closes the circuit; its kept deliveries resume.",
+  usage: "subscriptions enable <subscription id>",
+  help: "",
+  positionals: [1, 1],
+  async run(inv) {
+    const sub = await inv.api().post<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}/enable`);
+    if (inv.json) inv.io.stdout(printJson(sub));
+    else inv.io.stdout(`Enabled ${sub.id ?? inv.positionals[0]}: health ${healthOf(sub.status ?? "active")}.\n`);
+  },
+};

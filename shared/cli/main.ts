@@ -1,0 +1,102 @@
+/**
+ * The `webhooks` command: the management API and the stacks from a terminal.
+ * `bin/webhooks.js` loads this file through tsx; `runCli` is exported for callers that embed it.
+ * Exit codes: 0 done, 1 the operation failed, 2 the command line was wrong.
+ */
+import { ApiError } from "./api.js";
+import { EXIT, GLOBAL_HELP, OperationError, UsageError, commandHelp, parseInvocation, type Command, type Io } from "./command.js";
+import { dlqList, dlqReplay } from "./commands/dlq.js";
+import { inboxList, inboxReplay } from "./commands/inbox.js";
+import { compare, deploy, synth } from "./commands/stacks.js";
+import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptionsList } from "./commands/subscriptions.js";
+
+export const COMMANDS: Command[] = [
+  dlqList, dlqReplay, inboxList, inboxReplay,
+  subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsEnable,
+  synth, deploy, compare,
+];
+
+/** `subs` is accepted for `subscriptions`. */
+const GROUP_ALIASES: Record<string, string> = { subs: "subscriptions" };
+
+function overview(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return `Usage: webhooks <command> [options]
+
+Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, the cloud stacks.
+
+Commands:
+${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary.split(". ")[0]!.replace(/\.$/, "")}`).join("\n")}
+
+${GLOBAL_HELP}
+
+Run \`webhooks <command> --help\` for a command's arguments and examples.
+Exit codes: 0 done, 1 the operation failed, 2 the command line was wrong.
+`;
+}
+
+/** Finds the command named by the first one or two words of `argv`. */
+function resolve(argv: string[]): { command: Command; rest: string[] } | { group: string } | undefined {
+  const first = GROUP_ALIASES[argv[0] ?? ""] ?? argv[0];
+  const two = COMMANDS.find((c) => c.name === `${first} ${argv[1]}`);
+  if (two) return { command: two, rest: argv.slice(2) };
+  const one = COMMANDS.find((c) => c.name === first);
+  if (one) return { command: one, rest: argv.slice(1) };
+  if (first && COMMANDS.some((c) => c.name.startsWith(`${first} `))) return { group: first };
+  return undefined;
+}
+
+/** Runs the CLI with `argv` (without `node` and the script); resolves to the exit code. */
+export async function runCli(argv: string[], io: Io): Promise<number> {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+    io.stdout(overview());
+    return argv.length === 0 ? EXIT.usage : EXIT.ok;
+  }
+  const found = resolve(argv);
+  if (!found) {
+    io.stderr(`webhooks: unknown command ${JSON.stringify(argv[0])}. Run \`webhooks --help\` for the list.\n`);
+    return EXIT.usage;
+  }
+  if ("group" in found) {
+    const actions = COMMANDS.filter((c) => c.name.startsWith(`${found.group} `)).map((c) => c.name.split(" ")[1]);
+    const asked = argv[1];
+    if (asked === "--help" || asked === "-h") {
+      io.stdout(COMMANDS.filter((c) => c.name.startsWith(`${found.group} `)).map((c) => `webhooks ${c.usage}\n  ${c.summary}\n`).join("\n"));
+      return EXIT.ok;
+    }
+    io.stderr(`webhooks ${found.group}: ${asked === undefined ? "missing action" : `unknown action ${JSON.stringify(asked)}`}; use one of: ${actions.join(", ")}.\n`);
+    return EXIT.usage;
+  }
+  const { command, rest } = found;
+  try {
+    const inv = parseInvocation(command, rest, io);
+    if (inv === "help") {
+      io.stdout(commandHelp(command));
+      return EXIT.ok;
+    }
+    const code = await command.run(inv);
+    return code ?? EXIT.ok;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`webhooks ${command.name}: ${error.message}\nRun \`webhooks ${command.name} --help\` for usage.\n`);
+      return EXIT.usage;
+    }
+    if (error instanceof ApiError || error instanceof OperationError) {
+      io.stderr(`webhooks ${command.name}: ${error.message}\n`);
+      return EXIT.failed;
+    }
+    io.stderr(`webhooks ${command.name}: unexpected error: ${(error as Error)?.message ?? String(error)}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** Entry point of bin/webhooks.js. */
+export async function main(): Promise<void> {
+  const code = await runCli(process.argv.slice(2), {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    env: process.env,
+    cwd: process.cwd(),
+  });
+  process.exitCode = code;
+}

@@ -1,0 +1,202 @@
+/**
+ * OpenTelemetry traces and metrics with stable, documented names (docs/operations.md).
+ *
+ * The core depends on `@opentelemetry/api` only: without an SDK installed by the host, every call
+ * here is a no-op. A host (a cloud function, a test, an operator's own `--import` preload) installs
+ * an SDK and these names appear there.
+ *
+ * Rule: never put a payload, a secret, a signature or a token into an attribute. `safeAttributes`
+ * enforces it for the helpers here by dropping attribute keys that look like such things and
+ * refusing long string values (a payload is long, an id is not).
+ *
+ * @example
+ * import { recordDeliveryAttempt, withSpan, SPANS } from "../telemetry/telemetry.js";
+ * await withSpan(SPANS.deliveryAttempt, { "webhooks.delivery.id": id }, async () => {
+ *   const result = await post();
+ *   recordDeliveryAttempt({ outcome: result.outcome, latencyMs: result.latencyMs });
+ * });
+ */
+import { metrics, SpanStatusCode, trace, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider, type ObservableGauge, type Span } from "@opentelemetry/api";
+
+/** Instrumentation scope name, shared by the tracer and the meter. */
+export const INSTRUMENTATION_SCOPE = "multicloud-webhooks";
+
+/** Stable metric names. Renaming one is a breaking change for dashboards: don't. */
+export const METRICS = {
+  /** Observable gauge, `{queue: "outbox" | "inbox" | "dead_letters" | "quarantine"}`: rows waiting. */
+  queueDepth: "webhooks.queue.depth",
+  /** Counter, `{outcome: "success" | "retry" | "failed"}`: one per HTTP attempt (dead letters: `webhooks.dead_letters`). */
+  deliveryAttempts: "webhooks.delivery.attempts",
+  /** Histogram, milliseconds, `{outcome}`: duration of one HTTP attempt. */
+  deliveryLatency: "webhooks.delivery.latency",
+  /** Counter, `{kind: "outbound" | "inbound"}`: deliveries dead-lettered, inbox entries quarantined. */
+  deadLetters: "webhooks.dead_letters",
+  /** Counter, `{partner, outcome: "accepted" | "duplicate" | "rejected"}`: inbound requests. */
+  inboxReceived: "webhooks.inbox.received",
+  /** Counter, `{outcome: "applied" | "noop" | "deferred" | "quarantined" | "failed"}`: processing results. */
+  inboxProcessed: "webhooks.inbox.processed",
+  /** Counter, `{kind: "outbound" | "inbound"}`: replays requested (single or bulk, one per entry). */
+  replays: "webhooks.replays",
+  /** Counter, `{type: "alert.dead_letter" | "alert.inbox_quarantined"}`: alerts raised. */
+  alerts: "webhooks.alerts",
+} as const;
+
+/** Stable span names. */
+export const SPANS = {
+  /** `enqueue(tx, event)`: validation and fan-out. Attributes: event id, type, deliveries. */
+  outboxEnqueue: "webhooks.outbox.enqueue",
+  /** One relay batch: claim, deliver, complete. Attributes: batch size. */
+  relayBatch: "webhooks.relay.batch",
+  /** One HTTP attempt of one delivery. Attributes: delivery id, attempt, status code, outcome. */
+  deliveryAttempt: "webhooks.delivery.attempt",
+  /** `POST /webhooks/:partner`: verify and store. Attributes: partner, outcome. */
+  inboxIngest: "webhooks.inbox.ingest",
+  /** Processing one inbox entry through the reconciler. Attributes: entry id, outcome. */
+  inboxProcess: "webhooks.inbox.process",
+  /** A replay of dead letters or quarantined entries. Attributes: kind, count. */
+  replay: "webhooks.replay",
+  /** The alert poller scanning for new dead letters. Attributes: alerts raised. */
+  alertScan: "webhooks.alerts.scan",
+} as const;
+
+export type DeliveryOutcome = "success" | "retry" | "failed";
+export type InboxReceiveOutcome = "accepted" | "duplicate" | "rejected";
+export type InboxProcessOutcome = "applied" | "noop" | "deferred" | "quarantined" | "failed";
+export type DeadLetterKind = "outbound" | "inbound";
+
+/** Keys that must never become attributes, whatever the caller passes. */
+const FORBIDDEN_KEY = /secret|signature|payload|body|authorization|token|password|cookie|header/i;
+/** Ids, names, codes and error classes fit; payloads and response excerpts do not. */
+const MAX_STRING_ATTRIBUTE = 200;
+
+/**
+ * Filters attributes for spans and metrics: drops forbidden keys, drops strings longer than
+ * 200 characters, keeps numbers and booleans. Returns a new object.
+ */
+export function safeAttributes(attributes: Record<string, string | number | boolean | undefined | null>): Attributes {
+  const out: Attributes = {};
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || FORBIDDEN_KEY.test(key)) continue;
+    if (typeof value === "string" && value.length > MAX_STRING_ATTRIBUTE) continue;
+    out[key] = value;
+  }
+  return out;
+}
+
+interface Instruments {
+  deliveryAttempts: Counter;
+  deliveryLatency: Histogram;
+  deadLetters: Counter;
+  inboxReceived: Counter;
+  inboxProcessed: Counter;
+  replays: Counter;
+  alerts: Counter;
+}
+
+// The metrics API has no proxy provider: a provider registered after our first call would be
+// missed if we cached instruments forever. Cache per provider instead.
+let cachedFor: MeterProvider | undefined;
+let cached: Instruments | undefined;
+
+function meter(): Meter {
+  return metrics.getMeter(INSTRUMENTATION_SCOPE);
+}
+
+function instruments(): Instruments {
+  const provider = metrics.getMeterProvider();
+  if (cached && cachedFor === provider) return cached;
+  const m = meter();
+  cachedFor = provider;
+  cached = {
+    deliveryAttempts: m.createCounter(METRICS.deliveryAttempts, { description: "HTTP attempts of outbound deliveries, by outcome" }),
+    deliveryLatency: m.createHistogram(METRICS.deliveryLatency, { description: "Duration of one outbound HTTP attempt", unit: "ms" }),
+    deadLetters: m.createCounter(METRICS.deadLetters, { description: "Deliveries dead-lettered and inbox entries quarantined" }),
+    inboxReceived: m.createCounter(METRICS.inboxReceived, { description: "Inbound webhook requests, by partner and outcome" }),
+    inboxProcessed: m.createCounter(METRICS.inboxProcessed, { description: "Inbox entries processed, by outcome" }),
+    replays: m.createCounter(METRICS.replays, { description: "Dead letters and quarantined entries replayed" }),
+    alerts: m.createCounter(METRICS.alerts, { description: "Alerts raised for new dead letters and quarantined entries" }),
+  };
+  return cached;
+}
+
+/** One HTTP attempt of an outbound delivery finished. */
+export function recordDeliveryAttempt(input: { outcome: DeliveryOutcome; latencyMs: number }): void {
+  const attrs = { outcome: input.outcome };
+  const i = instruments();
+  i.deliveryAttempts.add(1, attrs);
+  if (Number.isFinite(input.latencyMs) && input.latencyMs >= 0) i.deliveryLatency.record(input.latencyMs, attrs);
+}
+
+/** `count` deliveries were dead-lettered (outbound) or inbox entries quarantined (inbound). */
+export function recordDeadLetter(kind: DeadLetterKind, count = 1): void {
+  if (count > 0) instruments().deadLetters.add(count, { kind });
+}
+
+/** An inbound request for `partner` ended with `outcome`. Unknown partners are reported as `unknown`. */
+export function recordInboxReceived(partner: string, outcome: InboxReceiveOutcome): void {
+  // The partner name comes from the URL: bound it so a scanner cannot blow up cardinality.
+  const name = /^[a-z0-9_-]{1,40}$/i.test(partner) ? partner : "invalid";
+  instruments().inboxReceived.add(1, { partner: name, outcome });
+}
+
+/** One inbox entry was processed with `outcome`. */
+export function recordInboxProcessed(outcome: InboxProcessOutcome): void {
+  instruments().inboxProcessed.add(1, { outcome });
+}
+
+/** `count` entries were replayed. */
+export function recordReplay(kind: DeadLetterKind, count = 1): void {
+  if (count > 0) instruments().replays.add(count, { kind });
+}
+
+/** An alert of `type` was raised. */
+export function recordAlert(type: string): void {
+  instruments().alerts.add(1, { type });
+}
+
+export type QueueName = "outbox" | "inbox" | "dead_letters" | "quarantine";
+
+/**
+ * Registers the `webhooks.queue.depth` gauge, read by `read()` at each collection.
+ * Returns a function that unregisters it. A failing `read` reports nothing for that collection.
+ */
+export function observeQueueDepth(read: () => Promise<Partial<Record<QueueName, number>>>): () => void {
+  const gauge: ObservableGauge = meter().createObservableGauge(METRICS.queueDepth, { description: "Rows waiting, per queue" });
+  const callback = async (result: { observe(value: number, attributes?: Attributes): void }) => {
+    try {
+      const depths = await read();
+      for (const [queue, value] of Object.entries(depths)) {
+        if (typeof value === "number") result.observe(value, { queue });
+      }
+    } catch {
+      // Database down: no sample rather than a wrong one.
+    }
+  };
+  gauge.addCallback(callback);
+  return () => gauge.removeCallback(callback);
+}
+
+/**
+ * Runs `fn` in an active span named `name` (use `SPANS`). Exceptions mark the span as an error with
+ * the error's class name only (messages may quote input), and are rethrown.
+ */
+export async function withSpan<T>(name: string, attributes: Record<string, string | number | boolean | undefined | null>, fn: (span: Span) => Promise<T>): Promise<T> {
+  const tracer = trace.getTracer(INSTRUMENTATION_SCOPE);
+  return tracer.startActiveSpan(name, { attributes: safeAttributes(attributes) }, async (span) => {
+    try {
+      const result = await fn(span);
+      return result;
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.name ?? "Error" });
+      span.setAttribute("error.type", (error as Error)?.name ?? "Error");
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Sets attributes on a span through the same filter as `withSpan`. */
+export function setSpanAttributes(span: Span, attributes: Record<string, string | number | boolean | undefined | null>): void {
+  span.setAttributes(safeAttributes(attributes));
+}

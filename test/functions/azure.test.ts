@@ -1,0 +1,213 @@
+/**
+ * The Azure functions (v4 programming model), invoked locally with `@azure/functions`' real
+ * `HttpRequest` and `InvocationContext` objects against real PostgreSQL, the Service Bus AMQP test
+ * peer (through the real `@azure/service-bus` client) and Azurite for the Blob claim-check. The
+ * Functions host's Service Bus trigger is played by test/support/serviceBusTriggerHost.ts (a
+ * stand-in); everything else is the code that ships.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HttpRequest, type Timer } from "@azure/functions";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { ServiceBusClient, type ServiceBusReceiver } from "@azure/service-bus";
+import { ingestHttp, processServiceBusMessage, relayTimer } from "../../functions/azure/handlers.js";
+import { createAzureRuntime, type AzureRuntime } from "../../functions/azure/runtime.js";
+import { createSubscription, enqueue } from "../../shared/outbound/index.js";
+import type { QueueAdapter } from "../../shared/queue/port.js";
+import { createServiceBusQueue } from "../../shared/queue/serviceBus.js";
+import { startAzurite, type Azurite } from "../support/azurite.js";
+import { createServerDatabase, postgresAvailable } from "../support/databases.js";
+import { startServiceBusTestPeer, type ServiceBusTestPeer } from "../support/serviceBusTestPeer.js";
+import { invokeOnce, type HostOutcome } from "../support/serviceBusTriggerHost.js";
+import { startReceiver, type Receiver } from "./receiver.js";
+import { eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, poisonEvent, signedDelivery } from "./support.js";
+
+const QUEUE = "inbound";
+const MAX_DELIVERY_COUNT = 3;
+const suffix = Date.now().toString(36);
+let skip: string | undefined;
+let peer: ServiceBusTestPeer;
+let azurite: Azurite;
+let client: ServiceBusClient;
+let receiver: ServiceBusReceiver;
+let inspect: QueueAdapter;
+let runtime: AzureRuntime;
+let dropDatabase: (() => Promise<void>) | undefined;
+
+function request(partner: string, delivery: { headers: Record<string, string>; body: string }): HttpRequest {
+  return new HttpRequest({
+    method: "POST",
+    url: `https://webhooks-fn.azurewebsites.net/api/webhooks/${partner}`,
+    headers: delivery.headers,
+    body: { string: delivery.body },
+    params: { partner },
+  });
+}
+
+const ingest = async (partner: string, delivery: { headers: Record<string, string>; body: string }) => {
+  const answer = await ingestHttp(runtime, request(partner, delivery));
+  return { status: answer.status, body: JSON.parse(String(answer.body)) as Record<string, unknown> };
+};
+const host = (): Promise<HostOutcome> => invokeOnce(receiver, (message, context) => processServiceBusMessage(runtime, message, context));
+
+beforeAll(async () => {
+  if (!(await postgresAvailable())) {
+    if (process.env.CI && process.env.CI !== "false") throw new Error("PostgreSQL is not answering at 127.0.0.1:5432; CI must run these tests.");
+    skip = "PostgreSQL is not answering at 127.0.0.1:5432";
+    console.warn(`\n!!! ${skip}: the Azure function tests are SKIPPED.\n`);
+    return;
+  }
+  peer = await startServiceBusTestPeer();
+  // A short lock: an abandoned or crashed delivery comes back quickly.
+  peer.createQueue(QUEUE, { lockDurationMs: 5_000, maxDeliveryCount: MAX_DELIVERY_COUNT });
+  client = new ServiceBusClient(peer.connectionString);
+  receiver = client.createReceiver(QUEUE, { receiveMode: "peekLock", maxAutoLockRenewalDurationInMs: 0, skipParsingBodyAsJson: true });
+  inspect = await createServiceBusQueue({ connectionString: peer.connectionString, queueName: QUEUE });
+  azurite = await startAzurite();
+  await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("claim-checks").createIfNotExists();
+  const database = await createServerDatabase();
+  dropDatabase = database.drop;
+  runtime = createAzureRuntime({
+    WEBHOOKS_QUEUE_NAME: QUEUE,
+    ServiceBusConnection: peer.connectionString,
+    PARTNERS: PARTNERS_JSON,
+    DATABASE_URL: database.url,
+    WEBHOOKS_CLAIM_CHECK_CONNECTION: azurite.connectionString,
+    MAX_PAYLOAD_BYTES: String(1024 * 1024),
+    INBOX_DEFER_DELAY_SECONDS: "1",
+    ALLOWED_DESTINATIONS: "127.0.0.1",
+    LOG_LEVEL: "silent",
+  });
+}, 60_000);
+
+afterAll(async () => {
+  if (runtime) {
+    await (await runtime.queue()).close();
+    await (await runtime.database()).close();
+  }
+  await receiver?.close();
+  await client?.close();
+  await inspect?.close();
+  await peer?.close();
+  await azurite?.stop();
+  await dropDatabase?.();
+});
+
+describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL", () => {
+  it("ingest → Service Bus → processor → inbox entry processed and the order created", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_created_${suffix}`;
+    const answer = await ingest("shop", signedDelivery(eventId, orderEvent(`o-${suffix}`, "order.created")));
+    expect(answer).toMatchObject({ status: 202, body: { received: true, eventId, claimCheck: false } });
+    expect(peer.stats(QUEUE).active).toBe(1);
+    expect(await host()).toBe("completed");
+    const db = await runtime.database();
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed", outcome: "applied" });
+    expect(await orderState(db, `o-${suffix}`)).toBe("created");
+    expect(peer.stats(QUEUE)).toMatchObject({ active: 0, locked: 0, scheduled: 0, deadLettered: 0 });
+  });
+
+  it("an event ahead of its prerequisite is deferred as a scheduled message, then applies", async (t) => {
+    if (skip) return t.skip();
+    const order = `o-late-${suffix}`;
+    expect((await ingest("shop", signedDelivery(`evt_paid_${suffix}`, orderEvent(order, "order.paid")))).status).toBe(202);
+    expect(await host()).toBe("completed"); // the original is completed…
+    expect(peer.stats(QUEUE).scheduled).toBe(1); // …and a copy is scheduled for the entry's next attempt
+    const db = await runtime.database();
+    expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("deferred");
+    expect((await ingest("shop", signedDelivery(`evt_new_${suffix}`, orderEvent(order, "order.created")))).status).toBe(202);
+    await eventually("both events to apply", async () => { await host(); return (await orderState(db, order)) === "paid"; });
+    expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("processed");
+    expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 0, deadLettered: 0 });
+  });
+
+  it("a payload over Service Bus's 256 KiB limit travels by claim-check through Blob Storage", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_big_${suffix}`;
+    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(300 * 1024) });
+    const answer = await ingest("shop", signedDelivery(eventId, body));
+    expect(answer).toMatchObject({ status: 202, body: { claimCheck: true } });
+    const blobs = [];
+    for await (const blob of BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("claim-checks").listBlobsFlat()) blobs.push(blob.name);
+    expect(blobs).toContain(`inbound/shop/${eventId}`);
+    expect(await host()).toBe("completed");
+    const db = await runtime.database();
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed" });
+    const stored = await db.query<{ n: number }>("SELECT length(payload) AS n FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
+    expect(stored.rows[0]?.n).toBe(Buffer.byteLength(body));
+  });
+
+  it("a bad signature answers 401 and queues nothing; an unknown partner 404", async (t) => {
+    if (skip) return t.skip();
+    const before = peer.stats(QUEUE);
+    const delivery = signedDelivery(`evt_forged_${suffix}`, orderEvent("o-x", "order.created"));
+    const forged = await ingest("shop", { ...delivery, body: delivery.body.replace("o-x", "o-y") });
+    expect(forged.status).toBe(401);
+    expect(JSON.stringify(forged.body)).toMatch(/signature/);
+    expect((await ingest("nobody", delivery)).status).toBe(404);
+    expect(peer.stats(QUEUE)).toEqual(before);
+    expect(await host()).toBe("none");
+  });
+
+  it("a processor failure is abandoned, redelivered, and dead-lettered by Service Bus after MaxDeliveryCount", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_poison_${suffix}`;
+    const db = await runtime.database();
+    await poisonEvent(db, eventId);
+    expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")))).status).toBe(202);
+    const outcomes: HostOutcome[] = [];
+    for (let i = 0; i < MAX_DELIVERY_COUNT + 1; i++) outcomes.push(await host());
+    expect(outcomes).toEqual(["abandoned", "abandoned", "abandoned", "none"]);
+    const dead = await inspect.receiveDeadLetters({ waitSeconds: 1 });
+    expect(dead).toEqual([expect.objectContaining({ reason: "MaxDeliveryCountExceeded", attributes: expect.objectContaining({ eventId, partner: "shop" }) })]);
+    await inspect.ackDeadLetter(dead[0]!);
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: MAX_DELIVERY_COUNT });
+    await db.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+  });
+});
+
+describe("Azure relay timer", () => {
+  let partner: Receiver;
+  beforeAll(async () => { if (!skip) partner = await startReceiver(); });
+  afterAll(async () => { await partner?.close(); });
+
+  const timer: Timer = { isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "", next: "", lastUpdated: "" } };
+
+  async function dueDelivery(name: string): Promise<string> {
+    const db = await runtime.database();
+    const sub = await createSubscription(db, { url: `${partner.url}/${name}`, eventTypes: [`${name}.*`] });
+    const eventId = `evt_${name}_${suffix}`;
+    await db.transaction((tx) => enqueue(tx, { id: eventId, type: `${name}.paid`, data: { orderId: name } }));
+    return `${eventId}:${sub.id}`;
+  }
+
+  it("leaves due deliveries alone when its budget cannot fit a pass", async (t) => {
+    if (skip) return t.skip();
+    const deliveryId = await dueDelivery("tight");
+    const summary = await relayTimer(runtime, timer, 10); // less than the 15 s reserve a pass needs
+    expect(summary).toMatchObject({ passes: 0, deliveriesAttempted: 0, stoppedBecause: "budget" });
+    expect(partner.received.map((r) => r.headers["webhook-id"])).not.toContain(deliveryId);
+    const db = await runtime.database();
+    const r = await db.query<{ status: string }>("SELECT status FROM outbound_deliveries WHERE id = $1", [deliveryId]);
+    expect(r.rows[0]?.status).toBe("pending");
+  });
+
+  it("drains a due outbox delivery to the receiver, signed, and stops when idle", async (t) => {
+    if (skip) return t.skip();
+    const deliveryId = await dueDelivery("drain");
+    const summary = await relayTimer(runtime, timer, 60);
+    expect(summary.stoppedBecause).toBe("idle");
+    expect(summary.deliveriesAttempted).toBeGreaterThanOrEqual(1);
+    const got = partner.received.find((r) => r.headers["webhook-id"] === deliveryId);
+    expect(got?.headers["webhook-signature"]).toMatch(/^v1,/);
+    expect(JSON.parse(got!.body)).toMatchObject({ type: "drain.paid", data: { orderId: "drain" } });
+    const db = await runtime.database();
+    const r = await db.query<{ status: string }>("SELECT status FROM outbound_deliveries WHERE id = $1", [deliveryId]);
+    expect(r.rows[0]?.status).toBe("delivered");
+  });
+});
+
+describe("Azure cold start", () => {
+  it("names every missing setting", () => {
+    expect(() => createAzureRuntime({})).toThrow(/WEBHOOKS_QUEUE_NAME is not set/);
+  });
+});

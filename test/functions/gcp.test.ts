@@ -1,0 +1,248 @@
+/**
+ * The GCP functions (Cloud Run functions gen2) served by the real Functions Framework in-process
+ * (`getTestServer` over the registration modules that ship), against real PostgreSQL, Google's
+ * Pub/Sub emulator and the Cloud Storage test peer (test/support/gcsTestPeer.ts).
+ *
+ * Nothing plays the trigger here: the processor is the push endpoint of a real PUSH subscription
+ * on the emulator, with a dead-letter policy. The emulator POSTs the push envelope, treats a
+ * non-2xx as a nack, redelivers with its own backoff and, after max delivery attempts, forwards
+ * the message to the dead-letter topic. (The emulator leaves `deliveryAttempt` out of its push
+ * envelopes; Google Cloud sends it when a dead-letter policy is set.)
+ */
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getTestServer } from "@google-cloud/functions-framework/testing";
+import "../../functions/gcp/ingest.js";
+import "../../functions/gcp/processor.js";
+import "../../functions/gcp/relay.js";
+import { createGcpRuntime, gcpRuntime } from "../../functions/gcp/runtime.js";
+import { createSubscription, enqueue } from "../../shared/outbound/index.js";
+import type { QueueAdapter } from "../../shared/queue/port.js";
+import { createPubSubQueue } from "../../shared/queue/pubsub.js";
+import { createServerDatabase, postgresAvailable } from "../support/databases.js";
+import { PUBSUB_EMULATOR_HOST, PUBSUB_PROJECT, pubsubEmulatorAvailable, skipUnlessAvailable } from "../support/emulators.js";
+import { startGcsTestPeer, type GcsTestPeer } from "../support/gcsTestPeer.js";
+import { startReceiver, type Receiver } from "./receiver.js";
+import { eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, poisonEvent, signedDelivery } from "./support.js";
+
+/** Google Cloud's minimum for a dead-letter policy. */
+const MAX_DELIVERY_ATTEMPTS = 5;
+const BUCKET = "claim-checks";
+const suffix = Date.now().toString(36);
+let skip: string | undefined;
+let gcs: GcsTestPeer;
+const servers: Server[] = [];
+const url: Record<"ingest" | "processor" | "relay", string> = { ingest: "", processor: "", relay: "" };
+/** A pull subscription on the inbound topic: sees every message ingest publishes. */
+let tap: QueueAdapter;
+/** Reads the dead-letter topic of the push subscription. */
+let deadLetters: QueueAdapter;
+let removeTopics: (() => Promise<void>) | undefined;
+let dropDatabase: (() => Promise<void>) | undefined;
+
+async function serve(name: keyof typeof url): Promise<void> {
+  const server = getTestServer(name);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push(server);
+  url[name] = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+async function ingest(partner: string, delivery: { headers: Record<string, string>; body: string }) {
+  const r = await fetch(`${url.ingest}/webhooks/${partner}`, { method: "POST", headers: delivery.headers, body: delivery.body });
+  return { status: r.status, body: await r.json() as Record<string, unknown> };
+}
+
+/** Creates the topics and the push subscription (with its dead-letter policy) on the emulator. */
+async function createPushTopology(topic: string, pushEndpoint: string) {
+  const { PubSub } = await import("@google-cloud/pubsub");
+  const pubsub = new PubSub({ projectId: PUBSUB_PROJECT, universeDomain: "googleapis.com", emulatorMode: true });
+  const [main] = await pubsub.createTopic(topic);
+  const [dlt] = await pubsub.createTopic(`${topic}-dlq`);
+  const [dls] = await dlt.createSubscription(`${topic}-dlq-reader`, { ackDeadlineSeconds: 10 });
+  const [tapSub] = await main.createSubscription(`${topic}-tap`, { ackDeadlineSeconds: 10 });
+  const [push] = await main.createSubscription(`${topic}-push`, {
+    ackDeadlineSeconds: 10,
+    pushConfig: { pushEndpoint },
+    deadLetterPolicy: { deadLetterTopic: dlt.name, maxDeliveryAttempts: MAX_DELIVERY_ATTEMPTS },
+  });
+  return async () => {
+    for (const thing of [push, tapSub, dls, main, dlt]) await thing.delete().catch(() => {});
+    await pubsub.close();
+  };
+}
+
+beforeAll(async () => {
+  skip = await skipUnlessAvailable("the Pub/Sub emulator", PUBSUB_EMULATOR_HOST, pubsubEmulatorAvailable);
+  if (!skip && !(await postgresAvailable())) {
+    if (process.env.CI && process.env.CI !== "false") throw new Error("PostgreSQL is not answering at 127.0.0.1:5432; CI must run these tests.");
+    skip = "PostgreSQL is not answering";
+    console.warn(`\n!!! ${skip}: the GCP function tests are SKIPPED.\n`);
+  }
+  if (skip) return;
+  gcs = await startGcsTestPeer();
+  const database = await createServerDatabase();
+  dropDatabase = database.drop;
+  const topic = `fn-${suffix}`;
+  // The registrations build their runtime from the environment at the first request, as on Cloud Run.
+  Object.assign(process.env, {
+    PUBSUB_EMULATOR_HOST,
+    GOOGLE_CLOUD_PROJECT: PUBSUB_PROJECT,
+    WEBHOOKS_TOPIC: topic,
+    PARTNERS: PARTNERS_JSON,
+    DATABASE_URL: database.url,
+    WEBHOOKS_CLAIM_CHECK_BUCKET: BUCKET,
+    WEBHOOKS_STORAGE_API_ENDPOINT: gcs.endpoint,
+    WEBHOOKS_RELAY_BUDGET_SECONDS: "60",
+    MAX_PAYLOAD_BYTES: String(10 * 1024 * 1024),
+    INBOX_DEFER_DELAY_SECONDS: "1",
+    // Six retries: the inbox would quarantine a failing entry (and ack it) on its 4th failure by
+    // default, before Pub/Sub's minimum of 5 attempts; here the native dead-letter path is shown.
+    INBOX_RETRY_SCHEDULE: "1,1,1,1,1,1",
+    ALLOWED_DESTINATIONS: "127.0.0.1",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+  });
+  await serve("ingest");
+  await serve("processor");
+  await serve("relay");
+  removeTopics = await createPushTopology(topic, `${url.processor}/`);
+  const reader = (subscription: string, dlq: string) => createPubSubQueue({ projectId: PUBSUB_PROJECT, topic, subscription, deadLetterTopic: dlq, deadLetterSubscription: `${topic}-dlq-reader` });
+  tap = await reader(`${topic}-tap`, `${topic}-dlq`);
+  deadLetters = await reader(`${topic}-push`, `${topic}-dlq`);
+}, 60_000);
+
+afterAll(async () => {
+  for (const server of servers) await new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); });
+  await tap?.close();
+  await deadLetters?.close();
+  await removeTopics?.();
+  if (!skip) await (await gcpRuntime().database()).close();
+  await gcs?.close();
+  await dropDatabase?.();
+});
+
+/** Acks everything the tap holds; returns how many messages that was. */
+async function drainTap(waitSeconds = 0): Promise<number> {
+  let n = 0;
+  for (;;) {
+    const got = await tap.receive({ visibilitySeconds: 30, waitSeconds, max: 10 });
+    if (got.length === 0) return n;
+    for (const m of got) await tap.ack(m);
+    n += got.length;
+  }
+}
+
+describe("GCP functions on the Pub/Sub emulator (push), the Cloud Storage test peer and PostgreSQL", () => {
+  it("ingest → Pub/Sub → push to the processor → inbox entry processed and the order created", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_created_${suffix}`;
+    const answer = await ingest("shop", signedDelivery(eventId, orderEvent(`o-${suffix}`, "order.created")));
+    expect(answer).toMatchObject({ status: 202, body: { received: true, eventId, claimCheck: false } });
+    const db = await gcpRuntime().database();
+    await eventually("the push to be processed", async () => (await inboxEntry(db, eventId))?.status === "processed");
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed", outcome: "applied" });
+    expect(await orderState(db, `o-${suffix}`)).toBe("created");
+  });
+
+  it("an event ahead of its prerequisite is acked and deferred in the inbox; the relay's inbox sweep applies it", async (t) => {
+    if (skip) return t.skip();
+    const order = `o-late-${suffix}`;
+    const db = await gcpRuntime().database();
+    expect((await ingest("shop", signedDelivery(`evt_paid_${suffix}`, orderEvent(order, "order.paid")))).status).toBe(202);
+    await eventually("the paid event to be deferred", async () => (await inboxEntry(db, `evt_paid_${suffix}`))?.status === "deferred");
+    expect((await ingest("shop", signedDelivery(`evt_new_${suffix}`, orderEvent(order, "order.created")))).status).toBe(202);
+    await eventually("the created event to apply", async () => (await orderState(db, order)) === "created");
+    // Pub/Sub cannot hold one message back: the deferral lives in the inbox until the relay runs.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await orderState(db, order)).toBe("created");
+    const relayed = await fetch(`${url.relay}/`, { method: "POST" });
+    expect(relayed.status).toBe(200);
+    expect(await relayed.json()).toMatchObject({ stoppedBecause: "idle", inboxEntriesClaimed: expect.any(Number) });
+    expect(await orderState(db, order)).toBe("paid");
+    expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("processed");
+  });
+
+  it("a payload over Pub/Sub's 10 MB limit travels by claim-check through Cloud Storage", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_big_${suffix}`;
+    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(8 * 1024 * 1024) });
+    const answer = await ingest("shop", signedDelivery(eventId, body));
+    expect(answer).toMatchObject({ status: 202, body: { claimCheck: true } });
+    expect(gcs.objects.get(`${BUCKET}/inbound/shop/${eventId}`)?.length).toBe(Buffer.byteLength(body));
+    const db = await gcpRuntime().database();
+    await eventually("the big event to be processed", async () => (await inboxEntry(db, eventId))?.status === "processed");
+    const stored = await db.query<{ n: number }>("SELECT length(payload) AS n FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
+    expect(stored.rows[0]?.n).toBe(Buffer.byteLength(body));
+  });
+
+  it("a bad signature answers 401 and publishes nothing; an unknown partner 404", async (t) => {
+    if (skip) return t.skip();
+    await drainTap();
+    const delivery = signedDelivery(`evt_forged_${suffix}`, orderEvent("o-x", "order.created"));
+    const forged = await ingest("shop", { ...delivery, body: delivery.body.replace("o-x", "o-y") });
+    expect(forged.status).toBe(401);
+    expect(JSON.stringify(forged.body)).toMatch(/signature/);
+    expect((await ingest("nobody", delivery)).status).toBe(404);
+    // A control that the tap does see what ingest publishes:
+    expect((await ingest("shop", signedDelivery(`evt_control_${suffix}`, orderEvent(`o-c-${suffix}`, "order.created")))).status).toBe(202);
+    const seen = await tap.receive({ visibilitySeconds: 30, waitSeconds: 3, max: 10 });
+    expect(seen.map((m) => m.attributes.eventId)).toEqual([`evt_control_${suffix}`]);
+    for (const m of seen) await tap.ack(m);
+  });
+
+  it("a processor failure answers 500, is redelivered by Pub/Sub and dead-lettered after max delivery attempts", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_poison_${suffix}`;
+    const db = await gcpRuntime().database();
+    await poisonEvent(db, eventId);
+    try {
+      expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")))).status).toBe(202);
+      const dead = await eventually("the poison message to reach the dead-letter topic", async () => {
+        const got = (await deadLetters.receiveDeadLetters({ waitSeconds: 1 })).filter((m) => m.attributes.eventId === eventId);
+        return got.length > 0 && got;
+      }, 60_000);
+      expect(dead).toEqual([expect.objectContaining({ attributes: expect.objectContaining({ eventId }), reason: expect.stringMatching(/max delivery attempts \(5\)/) })]);
+      for (const m of dead) await deadLetters.ackDeadLetter(m);
+      // Every push reached the processor, failed in its transaction, and was answered non-2xx.
+      expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: MAX_DELIVERY_ATTEMPTS });
+    } finally {
+      await db.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+    }
+  }, 90_000);
+
+  it("answers a push body that is not a Pub/Sub message with 400 and the problems", async (t) => {
+    if (skip) return t.skip();
+    const r = await fetch(`${url.processor}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ message: { data: "not base64!" } }) });
+    expect(r.status).toBe(400);
+    expect(await r.text()).toMatch(/message\.messageId must be a non-empty string.*message\.data must be base64/);
+  });
+});
+
+describe("GCP relay (Cloud Scheduler → HTTP)", () => {
+  let partner: Receiver;
+  beforeAll(async () => { if (!skip) partner = await startReceiver(); });
+  afterAll(async () => { await partner?.close(); });
+
+  it("drains a due outbox delivery to the receiver, signed, and answers its summary", async (t) => {
+    if (skip) return t.skip();
+    const db = await gcpRuntime().database();
+    const sub = await createSubscription(db, { url: `${partner.url}/hooks`, eventTypes: ["invoice.*"] });
+    const eventId = `evt_invoice_${suffix}`;
+    await db.transaction((tx) => enqueue(tx, { id: eventId, type: "invoice.paid", data: { invoice: 1 } }));
+    const r = await fetch(`${url.relay}/`, { method: "POST" });
+    expect(r.status).toBe(200);
+    const summary = await r.json() as { deliveriesAttempted: number; stoppedBecause: string };
+    expect(summary.stoppedBecause).toBe("idle");
+    expect(summary.deliveriesAttempted).toBeGreaterThanOrEqual(1);
+    const got = partner.received.find((x) => x.headers["webhook-id"] === `${eventId}:${sub.id}`);
+    expect(got?.headers["webhook-signature"]).toMatch(/^v1,/);
+    const row = await db.query<{ status: string }>("SELECT status FROM outbound_deliveries WHERE id = $1", [`${eventId}:${sub.id}`]);
+    expect(row.rows[0]?.status).toBe("delivered");
+  });
+});
+
+describe("GCP cold start", () => {
+  it("names every missing setting", () => {
+    expect(() => createGcpRuntime({})).toThrow(/GOOGLE_CLOUD_PROJECT is not set[^]*WEBHOOKS_TOPIC is not set/);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * Must show 1: an operator opens the admin page in a real browser, enters the token, finds the
+ * dead letter this test created, replays it, and sees it delivered.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser } from "playwright-core";
+import { describeEachBackend } from "../support/databases.js";
+import { chromiumAvailable, launchChromium } from "./chromium.js";
+import { makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+
+const suite = chromiumAvailable ? describeEachBackend : (title: string) => describe.skip(title, () => { it("needs Chromium", () => {}); });
+
+suite("admin page in Chromium", (ctx) => {
+  let t: TestPlatform;
+  let receiver: TestReceiver;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    receiver = await startTestReceiver();
+    t = await startTestPlatform(ctx.db);
+    browser = await launchChromium();
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+    await receiver?.close();
+  });
+
+  it("replays a dead letter from the page and shows it delivered", async () => {
+    receiver.answer = 400; // permanent: dead at the first attempt
+    const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/hook`, `browser-${ctx.backend}`);
+
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    await page.goto(`${t.baseUrl}/admin`);
+    expect(await page.isVisible("#login")).toBe(true);
+    expect(await page.isVisible("#session")).toBe(false); // nothing but the token form before sign-in
+
+    // A wrong token is refused with a message, and the data stays hidden.
+    await page.fill("#token", "x".repeat(24));
+    await page.click("#login button[type=submit]");
+    await expect.poll(() => page.textContent("#login-error")).toContain("refused");
+    expect(await page.isVisible("#app")).toBe(false);
+
+    await page.fill("#token", t.token);
+    await page.click("#login button[type=submit]");
+    const row = page.locator(`#dead-rows tr[data-id="${deliveryId}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    expect(await row.textContent()).toContain("permanent");
+
+    // The endpoint is fixed; the operator replays this one dead letter.
+    receiver.answer = 200;
+    await row.getByRole("button", { name: "Replay" }).click();
+    await row.waitFor({ state: "detached", timeout: 15_000 });
+
+    await page.selectOption("#delivery-status", "delivered");
+    const delivered = page.locator(`#delivery-rows tr[data-id="${deliveryId}"]`);
+    await delivered.waitFor({ timeout: 15_000 });
+    expect(await delivered.locator(".badge").textContent()).toBe("delivered");
+
+    // Its attempts: the refused one and the one after the replay.
+    await delivered.getByRole("button", { name: "Attempts" }).click();
+    await expect.poll(async () => (await page.locator("#attempt-rows tr").allTextContents()).join("|")).toMatch(/permanent.*400|400.*permanent/);
+    const attempts = await page.locator("#attempt-rows tr").allTextContents();
+    expect(attempts.some((a) => a.includes("delivered") && a.includes("200"))).toBe(true);
+
+    // The token lives in sessionStorage only, and the server saw a real second attempt.
+    expect(await page.evaluate(() => sessionStorage.getItem("webhooks.adminToken"))).toBe(t.token);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(receiver.received.filter((r) => r.headers["webhook-id"] === deliveryId).map((r) => r.status)).toEqual([400, 200]);
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,22 @@
+/**
+ * Debian's Chromium for browser tests, driven by playwright-core. Absent: the browser tests skip
+ * with a loud message, except under CI=true, where that is a failure (`.ci/run` installs it).
+ */
+import { existsSync } from "node:fs";
+import { chromium, type Browser } from "playwright-core";
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+export const chromiumAvailable = existsSync(CHROMIUM);
+if (!chromiumAvailable) {
+  const msg = `Chromium is not installed at ${CHROMIUM}: the admin page browser test is SKIPPED. Install it with \`apt-get install -y chromium\`.`;
+  if (process.env.CI) throw new Error(`${msg} CI must run it.`);
+  console.warn(`\n!!! ${msg}\n`);
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update", "--no-first-run"],
+  });
+}

@@ -1,0 +1,300 @@
+/**
+ * Must show 4: the real `bin/webhooks.js`, run as a child process against the platform in this
+ * process: each command's happy path, and its message and exit code on bad input.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateSecret, sign } from "../../shared/outbound/signature.js";
+import { openTestDatabase } from "../support/databases.js";
+import { eventually, makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const BIN = `${ROOT}bin/webhooks.js`;
+
+interface Run { code: number; stdout: string; stderr: string }
+
+let t: TestPlatform;
+let receiver: TestReceiver;
+let closeDb: () => Promise<void>;
+const PARTNER_SECRET = generateSecret();
+
+function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 100_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", WEBHOOKS_URL: t.baseUrl, ADMIN_TOKEN: t.token, ...env },
+      timeout: timeoutMs,
+    }, (error, stdout, stderr) => {
+      const killed = error && typeof error.code !== "number" ? `\n[killed: ${error.signal ?? error.message}]` : "";
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr: stderr + killed });
+    });
+  });
+}
+
+async function quarantineOne(id: string): Promise<string> {
+  const body = JSON.stringify({ type: "order.paid", data: {} }); // no order_id: rejected, quarantined
+  const ts = Math.floor(Date.now() / 1000);
+  const res = await fetch(`${t.baseUrl}/webhooks/shop`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1,${sign(PARTNER_SECRET, id, ts, body)}` },
+    body,
+  });
+  const { inboxId } = (await res.json()) as { inboxId: string };
+  await eventually(`${inboxId} quarantined`, async () => (await t.api("GET", `/inbox/${inboxId}`)).status === "quarantined");
+  return inboxId;
+}
+
+beforeAll(async () => {
+  const opened = await openTestDatabase("pglite");
+  closeDb = opened.close;
+  receiver = await startTestReceiver();
+  t = await startTestPlatform(opened.db, { PARTNERS: JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET] } }) });
+}, 180_000);
+afterAll(async () => {
+  await t?.stop();
+  await receiver?.close();
+  await closeDb?.();
+});
+
+describe("webhooks (overview and usage errors)", { timeout: 120_000 }, () => {
+  it("--help lists every command and exits 0; no command exits 2", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    for (const c of ["dlq list", "dlq replay", "inbox list", "inbox replay", "subscriptions create", "subscriptions enable", "synth", "deploy", "compare"]) {
+      expect(help.stdout).toContain(c);
+    }
+    expect((await cli([])).code).toBe(2);
+  });
+
+  it("an unknown command or action exits 2 and says what exists", async () => {
+    const a = await cli(["frobnicate"]);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toContain('unknown command "frobnicate"');
+    const b = await cli(["dlq", "purge"]);
+    expect(b.code).toBe(2);
+    expect(b.stderr).toContain('unknown action "purge"; use one of: list, replay');
+  });
+
+  it("an unknown option exits 2 and names it", async () => {
+    const r = await cli(["dlq", "list", "--colour"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--colour");
+    expect(r.stderr).toContain("webhooks dlq list --help");
+  });
+
+  it("a missing token exits 2; a wrong token and an unreachable server exit 1 with what to do", async () => {
+    const none = await cli(["dlq", "list"], { ADMIN_TOKEN: "" });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("pass --token or set ADMIN_TOKEN");
+    const wrong = await cli(["dlq", "list", "--token", "not-the-token-at-all"]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain("refused the token (401)");
+    const down = await cli(["dlq", "list", "--url", "http://127.0.0.1:9"]);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain("Could not reach the platform at http://127.0.0.1:9");
+    const bad = await cli(["dlq", "list", "--url", "ftp://x"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--url must be an http(s) URL");
+  });
+});
+
+describe("webhooks subscriptions", { timeout: 120_000 }, () => {
+  let id = "";
+
+  it("create prints the new subscription with its secret; --json gives the API's object", async () => {
+    const r = await cli(["subscriptions", "create", "--endpoint", `${receiver.url}/subs`, "--event", "order.*", "--event", "invoice.paid", "--max-attempts", "3", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const sub = JSON.parse(r.stdout);
+    expect(sub).toMatchObject({ url: `${receiver.url}/subs`, eventTypes: ["order.*", "invoice.paid"], maxAttempts: 3, status: "active" });
+    expect(sub.secrets[0]).toMatch(/^whsec_/);
+    id = sub.id;
+    const text = await cli(["subscriptions", "create", "--endpoint", `${receiver.url}/subs2`, "--event", "order.*"]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/Created sub_\S+\. Keep the secret/);
+    expect(text.stdout).toMatch(/secrets\s+whsec_/);
+  });
+
+  it("create refuses missing and invalid input with the reason", async () => {
+    const noUrl = await cli(["subscriptions", "create", "--event", "order.*"]);
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.stderr).toContain("--endpoint is required");
+    const noEvent = await cli(["subscriptions", "create", "--endpoint", "https://example.com"]);
+    expect(noEvent.code).toBe(2);
+    expect(noEvent.stderr).toContain("at least one --event");
+    const badUrl = await cli(["subscriptions", "create", "--endpoint", "not a url", "--event", "order.*"]);
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.stderr).toMatch(/failed with 400 invalid_request: Invalid subscription: url: must be an absolute URL/);
+    const badAttempts = await cli(["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--max-attempts", "0"]);
+    expect(badAttempts.code).toBe(2);
+    expect(badAttempts.stderr).toContain("--max-attempts must be an integer from 1 to 100");
+    const noFile = await cli(["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--secret-file", "/nonexistent/secret"]);
+    expect(noFile.code).toBe(2);
+    expect(noFile.stderr).toContain("Cannot read --secret-file /nonexistent/secret: ENOENT");
+  });
+
+  it("list shows each subscription's health; --status filters and is validated", async () => {
+    const r = await cli(["subscriptions", "list"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ID\s+HEALTH/);
+    expect(r.stdout).toMatch(new RegExp(`${id}\\s+healthy`));
+    const json = JSON.parse((await cli(["subscriptions", "list", "--json", "--status", "active"])).stdout);
+    expect(json.map((s: { id: string }) => s.id)).toContain(id);
+    const bad = await cli(["subscriptions", "list", "--status", "sleepy"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--status must be active, degraded or disabled");
+  });
+
+  it("get shows one; an unknown id exits 1 with the API's message; a missing id exits 2", async () => {
+    const r = await cli(["subscriptions", "get", id]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/health\s+healthy/);
+    expect(r.stdout).toContain("order.*, invoice.paid");
+    const unknown = await cli(["subscriptions", "get", "sub_nope"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("failed with 404 not_found");
+    const missing = await cli(["subscriptions", "get"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("Missing argument: webhooks subscriptions get <subscription id>");
+  });
+
+  it("enable re-enables a disabled subscription", async () => {
+    await t.platform.db.query("UPDATE outbound_subscriptions SET status = 'disabled', disabled_reason = 'test' WHERE id = $1", [id]);
+    const r = await cli(["subscriptions", "enable", id]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`Enabled ${id}: health healthy`);
+    expect((await t.api("GET", `/subscriptions/${id}`)).status).toBe("active");
+    expect((await cli(["subscriptions", "enable", "sub_nope"])).code).toBe(1);
+  });
+});
+
+describe("webhooks dlq", { timeout: 120_000 }, () => {
+  it("list shows dead letters with their reason; replay <id> sends one back and it is delivered", async () => {
+    receiver.answer = ({ path }) => (path.startsWith("/dlq") ? 422 : 200);
+    const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/dlq-one`, "cli-one");
+    const list = await cli(["dlq", "list"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(deliveryId);
+    expect(list.stdout).toMatch(/permanent/);
+    const json = JSON.parse((await cli(["dlq", "list", "--json"])).stdout);
+    expect(json.find((d: { id: string }) => d.id === deliveryId)).toMatchObject({ status: "dead", eventType: "test.cli_one" });
+
+    receiver.answer = 200;
+    const r = await cli(["dlq", "replay", deliveryId]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("Replayed 1 dead letter.");
+    await eventually("the replayed delivery", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(deliveryId)}`)).status === "delivered");
+  });
+
+  it("replay --all replays every dead letter with progress on stderr", async () => {
+    receiver.answer = ({ path }) => (path.startsWith("/dlq") ? 422 : 200);
+    const a = await makeDeadLetter(t, `${receiver.url}/dlq-a`, "cli-a");
+    const b = await makeDeadLetter(t, `${receiver.url}/dlq-b`, "cli-b");
+    receiver.answer = 200;
+    const r = await cli(["dlq", "replay", "--all", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("replaying every dead letter");
+    expect(r.stderr).toMatch(/replayed 2\n/);
+    expect(JSON.parse(r.stdout)).toMatchObject({ replayed: 2, failed: [] });
+    expect(JSON.parse(r.stdout).ids.sort()).toEqual([a.deliveryId, b.deliveryId].sort());
+  });
+
+  it("replay refuses bad input: nothing, ids with --all, an id that is not a dead letter", async () => {
+    const none = await cli(["dlq", "replay"]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("Give the id of at least one dead letter, or --all.");
+    const both = await cli(["dlq", "replay", "x", "--all"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("either ids or --all");
+    const unknown = await cli(["dlq", "replay", "nope:nope"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stdout).toContain("Replayed 0 dead letters; 1 failed.");
+    expect(unknown.stdout).toContain("404 not_found");
+    const limit = await cli(["dlq", "list", "--limit", "5000"]);
+    expect(limit.code).toBe(2);
+    expect(limit.stderr).toContain("--limit must be an integer from 1 to 1000");
+  });
+});
+
+describe("webhooks inbox", { timeout: 120_000 }, () => {
+  it("list shows quarantined entries with their reason; replay <id> puts one back on the normal path", async () => {
+    const inboxId = await quarantineOne("cli-q-1");
+    const list = await cli(["inbox", "list"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(inboxId);
+    expect(list.stdout).toContain("not an order event");
+    const r = await cli(["inbox", "replay", inboxId]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("Replayed 1 inbox entry.");
+    const entry = await t.api("GET", `/inbox/${inboxId}`);
+    expect(entry.replays).toBe(1);
+  });
+
+  it("replay --all replays every quarantined entry", async () => {
+    const a = await quarantineOne("cli-q-2");
+    const b = await quarantineOne("cli-q-3");
+    const r = await cli(["inbox", "replay", "--all", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).ids).toEqual(expect.arrayContaining([a, b]));
+    expect(r.stderr).toContain("replaying every inbox entry");
+  });
+
+  it("refuses a bad status, a bad id and a missing id", async () => {
+    const status = await cli(["inbox", "list", "--status", "lost"]);
+    expect(status.code).toBe(2);
+    expect(status.stderr).toContain("--status must be one of pending, deferred, failed, processed, quarantined");
+    const bad = await cli(["inbox", "replay", "not-a-uuid"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toContain("Inbox entry ids are UUIDs");
+    expect((await cli(["inbox", "replay"])).code).toBe(2);
+  });
+});
+
+describe("webhooks synth | deploy | compare", { timeout: 120_000 }, () => {
+  it("refuse an unknown cloud, a missing cloud and --json", async () => {
+    const mars = await cli(["deploy", "mars"]);
+    expect(mars.code).toBe(2);
+    expect(mars.stderr).toContain('Unknown cloud "mars": use one of aws, azure, gcp.');
+    const none = await cli(["deploy"]);
+    expect(none.code).toBe(2);
+    const json = await cli(["synth", "--json"]);
+    expect(json.code).toBe(2);
+    expect(json.stderr).toContain("--json is not available for `webhooks synth`");
+  });
+
+  it("deploy runs the preflight first and stops with its verdict when prerequisites are missing", async () => {
+    // No cloud credentials here (HOME points nowhere): the preflight refuses before anything runs.
+    const r = await cli(["deploy", "aws"], { HOME: "/nonexistent" }, 110_000);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("Cannot deploy aws yet");
+    expect(r.stdout).toContain("no AWS credentials");
+    expect(r.stderr).toContain("Deploying aws failed (exit 1): fix what is reported above");
+  }, 120_000);
+
+  it("synth writes the stack's Terraform JSON", async () => {
+    const out = `${ROOT}cdktf.out/stacks/webhooks-aws/cdk.tf.json`;
+    const before = existsSync(out) ? statSync(out).mtimeMs : 0;
+    const r = await cli(["synth", "aws"], { WEBHOOKS_SYNTH_PLACEHOLDERS: "1" }, 230_000);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect(r.stderr).toContain("Synthesized into cdktf.out/stacks/webhooks-aws/cdk.tf.json");
+    expect(statSync(out).mtimeMs).toBeGreaterThan(before);
+    expect(Object.keys(JSON.parse(readFileSync(out, "utf8")).resource ?? {})).toContain("aws_sqs_queue");
+  }, 240_000);
+
+  it("compare prints the side-by-side table and writes it as Markdown where asked", async () => {
+    const target = join(mkdtempSync(join(tmpdir(), "webhooks-compare-")), "comparison.md");
+    const r = await cli(["compare", "--markdown", target], {}, 230_000);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    for (const cloud of ["aws", "azure", "gcp"]) expect(r.stdout.toLowerCase()).toContain(cloud);
+    expect(readFileSync(target, "utf8")).toContain("|");
+  }, 240_000);
+
+  it("help of each stacks command says what it runs", async () => {
+    expect((await cli(["synth", "--help"])).stdout).toContain("npm run synth");
+    expect((await cli(["deploy", "--help"])).stdout).toContain("stacks/deploy.ts");
+    expect((await cli(["compare", "--help"])).stdout).toContain("stacks/compare.ts");
+  });
+});

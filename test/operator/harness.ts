@@ -1,0 +1,134 @@
+/**
+ * The platform in-process for operator tests: real routes, real workers, a real HTTP server on a
+ * free port, a test receiver whose answers the test controls, and helpers that wait on the API.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { Writable } from "node:stream";
+import { loadConfig, type Config } from "../../shared/config.js";
+import type { Database } from "../../shared/db/port.js";
+import { mapPlatformError, startPlatform, type Platform } from "../../shared/platform.js";
+import { createHttpServer } from "../../shared/server/router.js";
+import { instrumentRoutes } from "../../shared/telemetry/instrument.js";
+import { createLogger } from "../../shared/telemetry/log.js";
+
+export const TEST_TOKEN = "operator-test-token-0123456789";
+
+export interface TestPlatform {
+  baseUrl: string;
+  token: string;
+  config: Config;
+  platform: Platform;
+  /** Authenticated JSON call to the management API; throws with the body on a non-2xx. */
+  api<T = any>(method: "GET" | "POST", path: string, body?: unknown): Promise<T>;
+  stop(): Promise<void>;
+}
+
+/** Starts the platform on `db` with `env` laid over test defaults. */
+export async function startTestPlatform(db: Database, env: Record<string, string> = {}, options: { logStream?: Writable; workers?: boolean; instrument?: boolean } = {}): Promise<TestPlatform> {
+  const config = loadConfig({
+    ADMIN_TOKEN: TEST_TOKEN,
+    LOG_LEVEL: options.logStream ? "trace" : "silent",
+    ALLOWED_DESTINATIONS: "127.0.0.1",
+    OUTBOUND_POLL_INTERVAL_MS: "100",
+    INBOX_POLL_MS: "100",
+    ...env,
+  });
+  const logger = createLogger({ level: config.LOG_LEVEL, destination: options.logStream });
+  const platform = await startPlatform(config, { db, logger, workers: options.workers });
+  const routes = options.instrument ? instrumentRoutes(platform.routes) : platform.routes;
+  const server: Server = createHttpServer({ routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger, mapError: mapPlatformError });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  return {
+    baseUrl,
+    token: config.ADMIN_TOKEN,
+    config,
+    platform,
+    async api(method, path, body) {
+      const res = await fetch(baseUrl + path, {
+        method,
+        headers: { authorization: `Bearer ${config.ADMIN_TOKEN}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`);
+      return text ? JSON.parse(text) : undefined;
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await platform.stop();
+    },
+  };
+}
+
+export interface ReceivedRequest {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  status: number;
+}
+
+export interface TestReceiver {
+  url: string;
+  received: ReceivedRequest[];
+  /** Status answered from now on (default 200); a function decides per request. */
+  answer: number | ((req: { path: string; attempt: number; id: string }) => number);
+  close(): Promise<void>;
+}
+
+export async function startTestReceiver(): Promise<TestReceiver> {
+  const attempts = new Map<string, number>();
+  const receiver: TestReceiver = {
+    url: "",
+    received: [],
+    answer: 200,
+    close: async () => {},
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const id = String(req.headers["webhook-id"] ?? "");
+      const attempt = (attempts.get(id) ?? 0) + 1;
+      attempts.set(id, attempt);
+      const path = req.url ?? "/";
+      const status = typeof receiver.answer === "function" ? receiver.answer({ path, attempt, id }) : receiver.answer;
+      receiver.received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), status });
+      res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "nope");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  receiver.url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  receiver.close = () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
+  return receiver;
+}
+
+/** Polls `check` until it returns a truthy value; fails with `what` after `timeoutMs`. */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Creates a subscription to `url` and one event for it; resolves to the delivery id once it is dead. */
+export async function makeDeadLetter(t: TestPlatform, url: string, tag: string): Promise<{ deliveryId: string; subscriptionId: string; secret: string }> {
+  // A type of its own, so this event reaches this subscription only.
+  const type = `test.${tag.toLowerCase().replace(/[^a-z0-9]/g, "_")}`;
+  const sub = await t.api("POST", "/subscriptions", { url, eventTypes: [type], maxAttempts: 1, description: tag });
+  const event = await t.api("POST", "/events", { id: `evt-${tag}`, type, data: { tag } });
+  const deliveryId: string = event.deliveries[0].id;
+  await eventually(`${deliveryId} to be dead`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(deliveryId)}`)).status === "dead");
+  return { deliveryId, subscriptionId: sub.id, secret: sub.secrets[0] };
+}
