@@ -13,6 +13,9 @@ import { inboundRoutes } from "./server/routes/inbound.js";
 import { startInboxWorker } from "./inbound/worker.js";
 import { startOutboundRelay } from "./outbound/worker.js";
 import { adminRoutes } from "./server/routes/admin.js";
+import { startAlertWorker } from "./alerts.js";
+import { instrumentRoutes } from "./telemetry/instrument.js";
+import { observePlatformQueues } from "./telemetry/queueDepth.js";
 
 export interface PlatformContext {
   config: Config;
@@ -48,7 +51,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   const db = options.db ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR }));
   const ctx: PlatformContext = { config, db, logger };
 
-  const routes: Route[] = [
+  const routes: Route[] = instrumentRoutes([
     {
       method: "GET",
       path: "/healthz",
@@ -65,20 +68,25 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
     ...outboundRoutes(ctx),
     ...inboundRoutes(ctx),
     ...adminRoutes(ctx),
-  ];
+  ]);
 
   const workers: BackgroundWorker[] = [];
   if (options.workers !== false) {
     // Each area registers its workers here.
     workers.push(startInboxWorker(ctx));
     workers.push(await startOutboundRelay(ctx));
+    // New dead letters and quarantined entries: logged at error level and sent to ALERT_WEBHOOK_URL.
+    workers.push(startAlertWorker(ctx));
   }
+  // Queue depths as OpenTelemetry gauges (a no-op until an SDK is registered).
+  const unobserve = observePlatformQueues(db);
 
   return {
     ...ctx,
     routes,
     workers,
     async stop() {
+      unobserve();
       await Promise.allSettled(workers.map((w) => w.stop()));
       if (ownsDb) await db.close();
     },

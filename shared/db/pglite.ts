@@ -7,10 +7,28 @@ import type { Database, Queryable, QueryResult, Transaction } from "./port.js";
  * default, so a newcomer needs no server. `dataDir` persists to disk; `undefined` keeps it in memory.
  * PGlite has one connection: transactions run one at a time, which keeps SKIP LOCKED trivially right.
  */
-export async function openPglite(dataDir?: string): Promise<Database> {
+export async function openPglite(dataDir?: string, options: { loadDataDir?: Blob } = {}): Promise<Database> {
   if (dataDir) await mkdir(dataDir, { recursive: true });
-  const db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  // `loadDataDir` starts from a dumped data directory instead of running initdb (much faster).
+  const db = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
+  return wrapPglite(db);
+}
 
+/**
+ * A data-directory dump of a fresh in-memory PGlite after `prepare` ran on it (e.g. migrations):
+ * pass it as `loadDataDir` to open copies quickly (tests open one database per suite).
+ */
+export async function pgliteTemplate(prepare: (db: Database) => Promise<unknown>): Promise<Blob> {
+  const raw = await PGlite.create();
+  try {
+    await prepare(wrapPglite(raw));
+    return await raw.dumpDataDir("none");
+  } finally {
+    await raw.close();
+  }
+}
+
+function wrapPglite(db: PGlite): Database {
   const wrap = (runner: Pick<PGlite, "query">): Queryable => ({
     async query<R>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
       const result = await runner.query<R>(text, values as unknown[]);

@@ -5,6 +5,7 @@ import type { Database } from "../db/port.js";
 import { createRelay, type Relay } from "./relay.js";
 import { DEFAULT_RETRY_POLICY } from "./retryPolicy.js";
 import { createTransport, type Transport } from "./transport.js";
+import { instrumentTransport } from "../telemetry/instrument.js";
 
 /**
  * Builds a relay and its transport from the configuration, without starting it: a cloud timer
@@ -15,10 +16,10 @@ export function createOutboundRelay(ctx: { config: Config; db: Database; logger:
   if (config.OUTBOUND_LEASE_SECONDS * 1000 <= config.OUTBOUND_TIMEOUT_MS) {
     logger.warn("OUTBOUND_LEASE_SECONDS should exceed OUTBOUND_TIMEOUT_MS, or a slow attempt may be sent twice");
   }
-  const transport = createTransport({
+  const transport = instrumentTransport(createTransport({
     allowedDestinations: config.ALLOWED_DESTINATIONS.split(",").map((s) => s.trim()).filter(Boolean),
     timeoutMs: config.OUTBOUND_TIMEOUT_MS,
-  });
+  }));
   const relay = createRelay({
     db,
     transport,

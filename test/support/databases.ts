@@ -10,6 +10,8 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe } from "vitest";
 import { openDatabase } from "../../shared/db/open.js";
+import { migrate } from "../../shared/db/migrate.js";
+import { openPglite, pgliteTemplate } from "../../shared/db/pglite.js";
 import type { Database } from "../../shared/db/port.js";
 
 export type BackendName = "pglite" | "postgres";
@@ -62,10 +64,18 @@ export async function createServerDatabase(): Promise<{ url: string; drop: () =>
   };
 }
 
+/**
+ * initdb plus migrations take seconds in PGlite (tens on a loaded machine): do them once per test
+ * process and open each suite's database from the dump.
+ */
+let migratedPglite: Promise<Blob> | undefined;
+
 /** Opens a fresh migrated database on `backend`; `close` also drops a server database. */
 export async function openTestDatabase(backend: BackendName, poolSize = 10): Promise<{ db: Database; url?: string; close: () => Promise<void> }> {
   if (backend === "pglite") {
-    const db = await openDatabase({ dataDir: "memory://" });
+    migratedPglite ??= pgliteTemplate(migrate);
+    const db = await openPglite(undefined, { loadDataDir: await migratedPglite });
+    await migrate(db); // a no-op on the template; kept so a stale template can never hide a migration
     return { db, close: () => db.close() };
   }
   const { url, drop } = await createServerDatabase();
@@ -102,7 +112,8 @@ export function describeEachBackend(title: string, body: (ctx: BackendContext) =
         backend,
         get url() { return opened?.url; },
       };
-      beforeAll(async () => { opened = await openTestDatabase(backend, options.poolSize); }, 60_000);
+      // Generous: opening PGlite is CPU-bound and slow when the machine is busy.
+      beforeAll(async () => { opened = await openTestDatabase(backend, options.poolSize); }, 180_000);
       afterAll(async () => { await opened?.close(); });
       body(ctx);
     });
