@@ -107,7 +107,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       chunks.push(chunk);
     });
     req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
+    // The client went away mid-body: its request is over, and this is no server fault (not a 5xx).
+    const aborted = () => reject(new HttpError(400, "request_aborted", "The request body was cut off before its end."));
+    req.on("error", aborted);
+    req.on("aborted", aborted);
   });
 }
 
@@ -132,13 +135,25 @@ export function errorResponse(error: HttpError): Response {
   return { status: error.status, headers: error.headers, body };
 }
 
+/**
+ * The request target as a URL. An origin-form target ("/path") is appended to a fixed origin, so
+ * "//x" stays a path instead of being read as a protocol-relative host; anything unparsable is a 400.
+ */
+function requestUrl(target: string): URL {
+  try {
+    return target.startsWith("/") ? new URL(`http://localhost${target}`) : new URL(target, "http://localhost");
+  } catch {
+    throw new HttpError(400, "bad_request_target", "The request target is not a valid path; send an origin-form path such as /webhooks/<partner>.");
+  }
+}
+
 /** Builds the request handler; exported apart from the server so tests can mount it anywhere. */
 export function createHandler(options: ServerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const routes = options.routes.map(compile);
   const limit = options.maxBodyBytes ?? 1024 * 1024;
 
   const dispatch = async (req: IncomingMessage): Promise<Response> => {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    const url = requestUrl(req.url ?? "/");
     const method = (req.method ?? "GET").toUpperCase();
     let pathMatched = false;
     for (const route of routes) {

@@ -5,6 +5,7 @@
  */
 import type { PlatformContext } from "../../platform.js";
 import { ingest, type IngestDeps } from "../../inbound/ingest.js";
+import { createGroupCommit } from "../../inbound/groupCommit.js";
 import { getInboxEntry, INBOX_STATUSES, listInboxEntries, type InboxStatus } from "../../inbound/inbox.js";
 import { getOrder } from "../../inbound/orders.js";
 import { REPLAYABLE_STATUSES, replayEntries, replayEntry, type ReplayableStatus } from "../../inbound/replay.js";
@@ -43,7 +44,10 @@ export function inboundRoutes(ctx: PlatformContext): Route[] {
   const { config, db } = ctx;
   // Validated at start: a bad PARTNERS stops the platform with a ConfigError naming the field.
   const partners = loadPartners({ PARTNERS: config.PARTNERS, PARTNERS_FILE: config.PARTNERS_FILE });
-  const deps: IngestDeps = { db, partners, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger: ctx.logger };
+  // Concurrent ingests share one multi-row INSERT (group commit): one commit serves many events,
+  // and each request is still answered only once its own event is durable.
+  const inbox = createGroupCommit(db, { maxInFlight: 4 });
+  const deps: IngestDeps = { db, partners, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger: ctx.logger, store: inbox.store };
 
   return [
     {
