@@ -21,6 +21,7 @@ import { createInterface } from "node:readline";
 import pg from "pg";
 import { freshDatabase } from "./outbound/support.js";
 import { hammer, PARTNERS_JSON, presign, rawInserts, type LoadResult } from "./ingest/load.js";
+import { median, printTable } from "./table.js";
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const POOL = Number(process.env.BENCH_POOL ?? 10);
@@ -52,21 +53,9 @@ async function startServer(dbUrl: string): Promise<Server> {
 interface Sample extends LoadResult { serverCpuUsPerRequest: number | null; stored: number | null }
 interface Contender { name: string; key: string; run: (round: number) => Promise<Sample> }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const int = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => n.toFixed(1);
 
-function printTable(rows: string[][]) {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const [i, r] of rows.entries()) {
-    console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  "));
-    if (i === 0) console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  }
-}
 
 async function main() {
   const db = await freshDatabase("bench_ingest");

@@ -19,6 +19,7 @@ import { runGraphile } from "./outbound/graphile.js";
 import { runOurs } from "./outbound/ours.js";
 import { startReceiver } from "./outbound/support.js";
 import { measureTransport } from "./outbound/transportOnly.js";
+import { median, printTable } from "./table.js";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -30,11 +31,12 @@ interface Contender { name: string; kind: "ours" | "graphile" | "reference" | "d
 
 const C = CONNECTIONS;
 const contenders: Contender[] = [
-  { name: `our relay, defaults (concurrency ${C}, batch 100)`, kind: "ours", run: (u) => runOurs(u, EVENTS, C, C, 100).then(fromRun) },
-  { name: `our relay, tuned (concurrency ${4 * C}, batch 250)`, kind: "ours", run: (u) => runOurs(u, EVENTS, C, 4 * C, 250).then(fromRun) },
+  // The relay's defaults (concurrency 256, batch 250, 2 completion writers), HTTP capped at the connections.
+  { name: `our relay, defaults (concurrency 256, batch 250, 2 writers)`, kind: "ours", run: (u) => runOurs(u, EVENTS, C, 256, 250).then(fromRun) },
+  { name: `our relay, tuned (concurrency ${8 * C}, batch 250, 3 writers)`, kind: "ours", run: (u) => runOurs(u, EVENTS, C, 8 * C, 250, { completionWriters: 3 }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u) => runGraphile(u, EVENTS, C, C + 1).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u) => runGraphile(u, EVENTS, C, 500).then(fromRun) },
-  { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u) => runOurs(u, EVENTS, C, 4 * C, 250, { noHttp: true }).then(fromRun) },
+  { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u) => runOurs(u, EVENTS, C, 8 * C, 250, { noHttp: true, completionWriters: 3 }).then(fromRun) },
   { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true }).then(fromRun) },
   { name: "our transport alone (no database)", kind: "reference", run: (u) => measureTransport(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, enqueuePerSecond: null, notes: [`avg latency ${r.avgLatencyMs.toFixed(1)} ms`] })) },
   { name: `receiver ceiling (autocannon, ${C} connections)`, kind: "reference", run: (u) => measureCeiling(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: null, enqueuePerSecond: null, notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`] })) },
@@ -44,20 +46,8 @@ function fromRun(r: { perSecond: number; cpuMsPerEvent: number; enqueuePerSecond
   return { perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, enqueuePerSecond: r.enqueuePerSecond, notes: r.breakdown };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const fmt = (n: number | null) => (n === null ? "-" : Math.round(n).toLocaleString("en-US"));
 
-function printTable(rows: string[][]) {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const [i, r] of rows.entries()) {
-    console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  "));
-    if (i === 0) console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  }
-}
 
 async function main() {
   const receiver = await startReceiver();
@@ -67,7 +57,7 @@ async function main() {
   const samples = new Map<Contender, Sample[]>(contenders.map((c) => [c, []]));
   try {
     // Warm-up round on a tenth of the work (JIT, PostgreSQL caches); discarded.
-    await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, C, 100);
+    await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 256, 250);
     await runGraphile(receiver.url, Math.ceil(EVENTS / 10), C, C + 1);
     await measureCeiling(receiver.url, C, 1);
     for (let round = 1; round <= ROUNDS; round++) {

@@ -59,9 +59,10 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
 
 /**
  * @param connections HTTP connections to the receiver (the transport's pool): the same for every contender.
- * @param concurrency the relay's `concurrency`: deliveries held at once, in flight or awaiting their completion write.
+ * @param concurrency the relay's `concurrency`: deliveries held at once (waiting for an HTTP turn, in
+ *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
@@ -100,7 +101,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     let delivered = 0;
     let failed = 0;
     const relay = createRelay({
-      db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200,
+      db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200, completionWriters: options.completionWriters, httpConcurrency: options.httpConcurrency ?? connections,
       onCompleted: (completions) => {
         for (const c of completions) {
           if (c.decision.status === "delivered") delivered += 1;
@@ -127,7 +128,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
       cpuMsPerEvent: cpuMs / events,
       breakdown: [
         `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (serial: the loop waits on each)`,
-        `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), busy ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
+        `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), ${options.completionWriters ?? 2} at once: summed time ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
         `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,
         `relay process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / wall) * 100).toFixed(0)}% of one core)`,
       ],

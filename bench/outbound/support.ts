@@ -1,8 +1,7 @@
 /** Shared pieces of the outbound benchmark: the receiver process, fresh databases, the payload. */
 import { fork, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
+import { createServerDatabase } from "../../test/support/serverDatabase.js";
 
 export const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -42,24 +41,7 @@ export async function startReceiver(): Promise<Receiver> {
 }
 
 /** Creates an empty database on the server; `drop` removes it (connections forced out). */
-export async function freshDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `${prefix}_${randomBytes(5).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: ADMIN_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
+export const freshDatabase = (prefix: string) => createServerDatabase(prefix, ADMIN_URL);
 
 /** Resolves once `done()` holds, checking every `everyMs`; rejects after `timeoutMs`. */
 export async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 5): Promise<void> {

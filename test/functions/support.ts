@@ -2,23 +2,15 @@
  * Shared pieces of the cloud function tests: a partner signed by the reference `standardwebhooks`
  * library, order events, and reading the inbox back.
  */
-import { Webhook } from "standardwebhooks";
 import type { Queryable } from "../../shared/db/port.js";
+import { signed } from "../inbound/helpers.js";
 
-export const SECRET = `whsec_${Buffer.from("functions-tests-secret-32-bytes!").toString("base64")}`;
-export const PARTNERS_JSON = JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [SECRET] } });
-const signer = new Webhook(SECRET);
+// The same partner ("shop", Standard Webhooks, signed by the reference library) as the inbound tests.
+export { PARTNERS_JSON, SECRET, orderState } from "../inbound/helpers.js";
 
+/** A signed delivery with its body as text, as API Gateway and Functions hosts hand it over. */
 export function signedDelivery(id: string, body: string, at = new Date()): { headers: Record<string, string>; body: string } {
-  return {
-    headers: {
-      "content-type": "application/json",
-      "webhook-id": id,
-      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
-      "webhook-signature": signer.sign(id, at, body),
-    },
-    body,
-  };
+  return { headers: signed(id, body, at).headers, body };
 }
 
 export const orderEvent = (orderId: string, type: string, extra: Record<string, unknown> = {}) =>
@@ -30,11 +22,6 @@ export async function inboxEntry(db: Queryable, eventId: string): Promise<{ stat
     [eventId],
   );
   return r.rows[0];
-}
-
-export async function orderState(db: Queryable, orderId: string): Promise<string | null> {
-  const r = await db.query<{ state: string }>("SELECT state FROM orders WHERE id = $1", [orderId]);
-  return r.rows[0]?.state ?? null;
 }
 
 /** Polls `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */

@@ -6,17 +6,18 @@
  * Where no server answers, its half is skipped with a loud message, except under CI=true, where
  * a missing server is a failure: CI must run them all.
  */
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe } from "vitest";
 import { openDatabase } from "../../shared/db/open.js";
+import { ADMIN_URL, createServerDatabase } from "./serverDatabase.js";
+
+export { ADMIN_URL, createServerDatabase };
 import { migrate } from "../../shared/db/migrate.js";
 import { openPglite, pgliteTemplate } from "../../shared/db/pglite.js";
 import type { Database } from "../../shared/db/port.js";
 
 export type BackendName = "pglite" | "postgres";
 
-export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 let serverProbe: Promise<boolean> | undefined;
 
@@ -42,26 +43,6 @@ if (!serverUp) {
   const msg = `PostgreSQL is not answering at ${ADMIN_URL}: the postgres half of the DB suite is SKIPPED (only PGlite runs).`;
   if (process.env.CI) throw new Error(`${msg} CI must run both backends; start the server first.`);
   console.warn(`\n!!! ${msg}\n`);
-}
-
-/** A fresh, migrated database on a server: its URL, and a function that drops it. */
-export async function createServerDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `wh_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: ADMIN_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
 }
 
 /**
