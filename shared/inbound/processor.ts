@@ -7,6 +7,7 @@
  */
 import type { Logger } from "pino";
 import { isUnavailable, type Database, type Transaction } from "../db/port.js";
+import { recordInboxProcessed, SPANS, withSpan } from "../telemetry/telemetry.js";
 import { onInboxStored, type InboxStatus } from "./inbox.js";
 import { startPollLoop, type PollLoop } from "./pollLoop.js";
 
@@ -224,22 +225,32 @@ export class InboxProcessor {
   }
 
   private async processOne(entry: ClaimedEntry): Promise<"processed" | "deferred" | "failed" | "quarantined" | "lost"> {
-    const now = this.o.now();
-    try {
-      return await this.o.db.transaction(async (tx) => {
-        const held = await tx.query("SELECT 1 FROM inbox_entries WHERE id = $1 AND lease_token = $2 FOR UPDATE", [entry.id, entry.leaseToken]);
-        if (held.rows.length === 0) return "lost" as const;
-        const outcome = await this.o.handler(tx, entry, { now });
-        return this.record(tx, entry, outcome, now);
-      });
-    } catch (error) {
-      if (isUnavailable(error)) {
-        // Not the entry's fault: keep its retry budget; the lease expires and it falls due again.
-        this.o.logger?.warn({ inboxId: entry.id }, "database unavailable while processing; the entry will be claimed again");
-        throw error;
+    // Ids only on the span: never the payload.
+    return withSpan(SPANS.inboxProcess, { "webhooks.inbox.id": entry.id, "webhooks.partner": entry.partnerName }, async (span) => {
+      const now = this.o.now();
+      let handled: HandlerOutcome["kind"] | undefined;
+      let result: "processed" | "deferred" | "failed" | "quarantined" | "lost";
+      try {
+        result = await this.o.db.transaction(async (tx) => {
+          const held = await tx.query("SELECT 1 FROM inbox_entries WHERE id = $1 AND lease_token = $2 FOR UPDATE", [entry.id, entry.leaseToken]);
+          if (held.rows.length === 0) return "lost" as const;
+          const outcome = await this.o.handler(tx, entry, { now });
+          handled = outcome.kind;
+          return this.record(tx, entry, outcome, now);
+        });
+      } catch (error) {
+        if (isUnavailable(error)) {
+          // Not the entry's fault: keep its retry budget; the lease expires and it falls due again.
+          this.o.logger?.warn({ inboxId: entry.id }, "database unavailable while processing; the entry will be claimed again");
+          throw error;
+        }
+        result = await this.fail(entry, error, now);
       }
-      return this.fail(entry, error, now);
-    }
+      // Counted once committed, so a rolled-back attempt is never reported as applied.
+      if (result !== "lost") recordInboxProcessed(result === "processed" ? (handled === "applied" ? "applied" : "noop") : result);
+      span.setAttribute("webhooks.inbox.result", result);
+      return result;
+    });
   }
 
   private async record(tx: Transaction, entry: ClaimedEntry, outcome: HandlerOutcome, now: Date) {
