@@ -28,10 +28,10 @@ const schema = z.object({
    * (e.g. `127.0.0.1,localhost` for a local demo). Default: none.
    */
   ALLOWED_DESTINATIONS: z.string().default(""),
-  /** Outbound relay: most deliveries claimed per query. Default: 100. */
-  OUTBOUND_BATCH_SIZE: intFrom(1, 1000).default(100),
-  /** Outbound relay: most deliveries in flight at once. Default: 64. */
-  OUTBOUND_CONCURRENCY: intFrom(1, 1024).default(64),
+  /** Outbound relay: most deliveries claimed per query. Default: 250 (measured in bench/outbound.ts). */
+  OUTBOUND_BATCH_SIZE: intFrom(1, 1000).default(250),
+  /** Outbound relay: most deliveries held at once (HTTP, then awaiting their write); bounds duplicates per crash. Default: 256. */
+  OUTBOUND_CONCURRENCY: intFrom(1, 1024).default(256),
   /** Outbound relay: lease length in seconds; must exceed OUTBOUND_TIMEOUT_MS. Default: 60. */
   OUTBOUND_LEASE_SECONDS: intFrom(5, 3600).default(60),
   /** Outbound relay: backstop poll when no NOTIFY arrives, in ms. Default: 1000. */

@@ -23,10 +23,23 @@ export interface RelayOptions {
   retryPolicy?: RetryPolicy;
   /** Degrade/disable thresholds and probe interval. Default: DEFAULT_HEALTH_POLICY (5, 20, 60 s). */
   healthPolicy?: HealthPolicy;
-  /** Most deliveries claimed per query. Default: 100. */
+  /** Most deliveries claimed per query. Default: 250. */
   batchSize?: number;
-  /** Most deliveries in flight at once (HTTP requests plus pending completion writes). Default: 64. */
+  /**
+   * Most deliveries held at once: HTTP requests (queued for a connection or in flight) plus results
+   * awaiting their completion write. Also the most a crashed relay can send twice. Default: 256.
+   * A bound well above `httpConcurrency` keeps the connections busy while claims and writes run
+   * (measured in bench/outbound.ts).
+   */
   concurrency?: number;
+  /** Most completion writes (transactions) running at once; each takes all results gathered. Default: 2. */
+  completionWriters?: number;
+  /**
+   * Most HTTP attempts in flight at once; the other held deliveries wait unstarted, so none waits in
+   * the connection pool while its deadline runs. Match it to the transport's `connectionsPerOrigin`.
+   * Default: min(64, concurrency).
+   */
+  httpConcurrency?: number;
   /** Lease length; must exceed the transport timeout, or slow attempts may be sent twice. Default: 60. */
   leaseSeconds?: number;
   /** Backstop poll when no NOTIFY arrives (retries coming due, missed wake-ups). Default: 1000 ms. */
@@ -46,7 +59,7 @@ export interface Relay {
   stop(): Promise<void>;
   /**
    * One pass without the loop: claims up to `batchSize` due deliveries (and due probes), sends them
-   * (up to `concurrency` at a time), writes the outcomes. Returns how many were attempted.
+   * (up to `httpConcurrency` at a time), writes the outcomes. Returns how many were attempted.
    * For scheduled runs (a cloud timer) and tests; do not mix with a started loop.
    */
   runOnce(): Promise<number>;
@@ -63,8 +76,9 @@ export function createRelay(options: RelayOptions): Relay {
   const { db, transport, logger } = options;
   const retry = options.retryPolicy ?? DEFAULT_RETRY_POLICY;
   const health = options.healthPolicy ?? DEFAULT_HEALTH_POLICY;
-  const batchSize = options.batchSize ?? 100;
-  const concurrency = options.concurrency ?? 64;
+  const batchSize = options.batchSize ?? 250;
+  const concurrency = options.concurrency ?? 256;
+  const httpConcurrency = Math.min(options.httpConcurrency ?? 64, concurrency);
   const leaseSeconds = options.leaseSeconds ?? 60;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   // Probes are rare; looking for them on every claim would double the queries of the hot path.
@@ -120,7 +134,7 @@ export function createRelay(options: RelayOptions): Relay {
       release: async (items) => { await releaseDeliveries(db, items); },
       onError: (error, stage) => logger?.error({ err: error, stage }, "relay error; retrying"),
     },
-    { batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000 },
+    { batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000, completionWriters: options.completionWriters, processConcurrency: httpConcurrency },
   );
 
   let unlisten: (() => Promise<void>) | null = null;
@@ -141,8 +155,8 @@ export function createRelay(options: RelayOptions): Relay {
       nextProbeCheck = 0;
       const claimed = await claim(batchSize);
       const completions: Completion[] = [];
-      for (let i = 0; i < claimed.length; i += concurrency) {
-        completions.push(...(await Promise.all(claimed.slice(i, i + concurrency).map(attempt))));
+      for (let i = 0; i < claimed.length; i += httpConcurrency) {
+        completions.push(...(await Promise.all(claimed.slice(i, i + httpConcurrency).map(attempt))));
       }
       await complete(completions);
       return claimed.length;

@@ -4,8 +4,12 @@
  *
  * Flow control: `held` counts items claimed and not yet completed in the store (in flight or
  * waiting for the completion write). It never exceeds `concurrency`, so a crash loses at most
- * `concurrency` leases, which bounds duplicates per crash. Completions are written in batches:
- * while one write runs, finished items gather for the next.
+ * `concurrency` leases, which bounds duplicates per crash. Completions are written in batches, by
+ * up to `completionWriters` writes at once: each takes every result gathered so far, and while all
+ * are busy, finished items gather for the next. One write at a time left the relay waiting on each
+ * batch's round trips and commit flush while its results held slots HTTP could have used; two or
+ * three writes overlap those waits. Concurrent writes are safe: each delivery update is
+ * token-guarded and the batches are disjoint.
  */
 
 export interface RelayLoopCallbacks<C, R> {
@@ -30,6 +34,14 @@ export interface RelayLoopOptions {
   pollIntervalMs: number;
   /** How long `stop` waits for in-flight work before giving up (leases then expire). */
   shutdownTimeoutMs: number;
+  /** Most completion writes running at once. Default: 2. */
+  completionWriters?: number;
+  /**
+   * Most items being processed at once (HTTP attempts); the other held items wait, unstarted, for
+   * a turn. Default: `concurrency`. Kept at the transport's connections, attempts do not queue in
+   * the connection pool, where their deadline would run while they wait.
+   */
+  processConcurrency?: number;
 }
 
 export interface RelayLoop {
@@ -46,7 +58,8 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
   let running = false;
   let held = 0;
   let buffer: R[] = [];
-  let flushing: Promise<void> | null = null;
+  const writes = new Set<Promise<void>>();
+  const writers = Math.max(1, options.completionWriters ?? 2);
   let loopDone: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | null = null;
   let woken = false;
@@ -67,29 +80,49 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       wakeUp = done;
     });
 
-  const flush = (): Promise<void> => {
-    if (flushing || buffer.length === 0) return flushing ?? Promise.resolve();
-    flushing = (async () => {
-      while (buffer.length > 0) {
-        const batch = buffer;
-        buffer = [];
-        for (;;) {
-          try {
-            await callbacks.complete(batch);
-            break;
-          } catch (error) {
-            callbacks.onError(error, "complete");
-            // Keep the results: the outcome of an attempt must not vanish because the database blinked.
-            await new Promise((r) => setTimeout(r, options.pollIntervalMs));
-          }
-        }
-        held -= batch.length;
-        wake();
+  const write = async (batch: R[]) => {
+    for (;;) {
+      try {
+        await callbacks.complete(batch);
+        break;
+      } catch (error) {
+        callbacks.onError(error, "complete");
+        // Keep the results: the outcome of an attempt must not vanish because the database blinked.
+        await new Promise((r) => setTimeout(r, options.pollIntervalMs));
       }
-    })().finally(() => {
-      flushing = null;
-    });
-    return flushing;
+    }
+    held -= batch.length;
+    wake();
+  };
+
+  /** Starts writes for the gathered results (while a writer is free); resolves when those running end. */
+  const flush = (): Promise<void> => {
+    while (buffer.length > 0 && writes.size < writers) {
+      const batch = buffer;
+      buffer = [];
+      const written: Promise<void> = write(batch).finally(() => {
+        writes.delete(written);
+        void flush(); // results that gathered meanwhile
+      });
+      writes.add(written);
+    }
+    return Promise.all(writes).then(() => undefined);
+  };
+
+  const processLimit = Math.max(1, Math.min(options.processConcurrency ?? options.concurrency, options.concurrency));
+  let processing = 0;
+  /** Held items not started yet: waiting for a processing turn. */
+  let waiting: C[] = [];
+
+  const startWaiting = () => {
+    while (processing < processLimit && waiting.length > 0) {
+      const item = waiting.shift()!;
+      processing += 1;
+      void run(item).finally(() => {
+        processing -= 1;
+        startWaiting();
+      });
+    }
   };
 
   const run = async (item: C) => {
@@ -137,7 +170,8 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
         continue;
       }
       held += items.length;
-      for (const item of items) void run(item);
+      waiting.push(...items);
+      startWaiting();
     }
   };
 
@@ -155,6 +189,13 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       running = false;
       wake();
       await loopDone;
+      // Items still waiting for a turn were never started: give them back rather than send them now.
+      const unstarted = waiting;
+      waiting = [];
+      if (unstarted.length > 0) {
+        await callbacks.release(unstarted).catch((error) => callbacks.onError(error, "release"));
+        held -= unstarted.length;
+      }
       const deadline = Date.now() + options.shutdownTimeoutMs;
       while (held > 0 && Date.now() < deadline) {
         // A flush retries forever while the database is down: bound the wait by the deadline.

@@ -92,6 +92,56 @@ describe("relay loop (no database)", () => {
     expect(loop.held).toBe(3);
   });
 
+  it("holds up to `concurrency` but processes at most `processConcurrency` at once", async () => {
+    const h = harness(120, { slow: 5 });
+    let maxHeld = 0;
+    const process = h.callbacks.process;
+    h.callbacks.process = async (item: number) => {
+      maxHeld = Math.max(maxHeld, loop.held);
+      return process(item);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 40, concurrency: 40, processConcurrency: 4, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("all completed", () => h.completed.length === 120);
+    await loop.stop();
+    expect(h.maxInFlight).toBeLessThanOrEqual(4);
+    expect(maxHeld).toBeGreaterThan(4); // the others were held, waiting for a turn
+    expect(maxHeld).toBeLessThanOrEqual(40);
+    expect([...h.completed].sort((a, b) => a - b)).toEqual(Array.from({ length: 120 }, (_, i) => i));
+  });
+
+  it("runs at most `completionWriters` completion writes at once, and more than one when allowed", async () => {
+    const h = harness(200);
+    let writing = 0;
+    let maxWriting = 0;
+    const complete = h.callbacks.complete;
+    h.callbacks.complete = async (results: number[]) => {
+      writing++;
+      maxWriting = Math.max(maxWriting, writing);
+      await new Promise((r) => setTimeout(r, 10)); // a slow database write
+      writing--;
+      return complete(results);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 50, concurrency: 50, completionWriters: 3, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("all completed", () => h.completed.length === 200);
+    await loop.stop();
+    expect(maxWriting).toBeLessThanOrEqual(3);
+    expect(maxWriting).toBeGreaterThan(1);
+    expect([...h.completed].sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+  });
+
+  it("stop gives back items still waiting for a processing turn, and completes those started", async () => {
+    const h = harness(20, { slow: 100 });
+    const loop = createRelayLoop(h.callbacks, { batchSize: 20, concurrency: 20, processConcurrency: 2, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("two started", () => h.maxInFlight === 2);
+    await loop.stop();
+    expect(h.completed).toHaveLength(2);
+    expect(h.released).toHaveLength(18);
+    expect(loop.held).toBe(0);
+  });
+
   it("wakes at once on wake() instead of waiting for the poll", async () => {
     const h = harness(0);
     const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 5, pollIntervalMs: 60_000, shutdownTimeoutMs: 1000 });

@@ -32,30 +32,41 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
  * Claims up to `limit` due deliveries of subscriptions that are not disabled, oldest due first.
  * SKIP LOCKED lets relays claim side by side without waiting on each other; the lease moves
  * `next_attempt_at` to its expiry, so the row is invisible to other claims until the lease runs out
- * (then, the holder having died, it is due again). Served by the partial index on the due predicate.
+ * (then, the holder having died, it is due again).
+ *
+ * Shape, for the planner: the ids are picked in an `ARRAY(...)` sub-select (an InitPlan, run once)
+ * that walks the partial index `outbound_deliveries_due` in order and stops at the limit; the UPDATE
+ * then finds those rows by primary key, and the event body and subscription are joined to the few
+ * rows returned. Joining them inside the UPDATE instead (`UPDATE … FROM due, events, subscriptions`)
+ * let the planner hash the whole deliveries table on every claim (a sequential scan: ~60 ms at
+ * 20 000 rows against ~10 ms this way, and growing with every delivered row kept).
  */
 export async function claimDueDeliveries(
   q: Queryable,
   options: { limit: number; leaseSeconds: number; leaseToken: string },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await q.query<ClaimRow>(
-    `WITH due AS (
-       SELECT d.id
-       FROM outbound_deliveries d
-       JOIN outbound_subscriptions s ON s.id = d.subscription_id
-       WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND s.status <> 'disabled'
-       ORDER BY d.next_attempt_at
-       LIMIT $1
-       FOR UPDATE OF d SKIP LOCKED
+    `WITH claimed AS (
+       UPDATE outbound_deliveries d
+       SET lease_token = $2::uuid,
+           next_attempt_at = now() + $3::float8 * interval '1 second',
+           claims = d.claims + 1,
+           updated_at = now()
+       WHERE d.id = ANY (ARRAY(
+         SELECT due.id
+         FROM outbound_deliveries due
+         JOIN outbound_subscriptions s ON s.id = due.subscription_id
+         WHERE due.status = 'pending' AND due.next_attempt_at <= now() AND s.status <> 'disabled'
+         ORDER BY due.next_attempt_at
+         LIMIT $1
+         FOR UPDATE OF due SKIP LOCKED
+       ))
+       RETURNING d.id, d.event_id, d.subscription_id, d.attempts
      )
-     UPDATE outbound_deliveries d
-     SET lease_token = $2::uuid,
-         next_attempt_at = now() + $3::float8 * interval '1 second',
-         claims = d.claims + 1,
-         updated_at = now()
-     FROM due, outbound_events e, outbound_subscriptions s
-     WHERE d.id = due.id AND e.id = d.event_id AND s.id = d.subscription_id
-     RETURNING d.id, d.event_id, d.subscription_id, s.url, s.secrets, e.body, d.attempts, s.max_attempts`,
+     SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
+     FROM claimed c
+     JOIN outbound_events e ON e.id = c.event_id
+     JOIN outbound_subscriptions s ON s.id = c.subscription_id`,
     [options.limit, options.leaseToken, options.leaseSeconds],
   );
   return rows.map((r) => toClaimed(r, options.leaseToken, false));
@@ -96,15 +107,21 @@ export async function claimProbeDeliveries(
          LIMIT 1
          FOR UPDATE SKIP LOCKED
        ) p
+     ),
+     claimed AS (
+       -- As in claimDueDeliveries: rows by primary key, joins on the returned rows only.
+       UPDATE outbound_deliveries d
+       SET lease_token = $2::uuid,
+           next_attempt_at = now() + $3::float8 * interval '1 second',
+           claims = d.claims + 1,
+           updated_at = now()
+       WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
+       RETURNING d.id, d.event_id, d.subscription_id, d.attempts
      )
-     UPDATE outbound_deliveries d
-     SET lease_token = $2::uuid,
-         next_attempt_at = now() + $3::float8 * interval '1 second',
-         claims = d.claims + 1,
-         updated_at = now()
-     FROM picked, outbound_events e, outbound_subscriptions s
-     WHERE d.id = picked.id AND e.id = d.event_id AND s.id = d.subscription_id
-     RETURNING d.id, d.event_id, d.subscription_id, s.url, s.secrets, e.body, d.attempts, s.max_attempts`,
+     SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
+     FROM claimed c
+     JOIN outbound_events e ON e.id = c.event_id
+     JOIN outbound_subscriptions s ON s.id = c.subscription_id`,
     [options.limit, options.leaseToken, options.leaseSeconds, options.probeIntervalSeconds],
   );
   return rows.map((r) => toClaimed(r, options.leaseToken, true));

@@ -23,10 +23,13 @@ export interface CompletionResult {
 const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\uFFFD"));
 
 /**
- * Applies a batch of completions with `unnest` (one statement per table, whatever the batch size).
+ * Applies a batch of completions with `unnest`, in two statements whatever the batch size: the
+ * subscriptions' health first, then the deliveries and their attempt log together.
  * Each delivery update is guarded by its lease token: a relay whose lease was taken over (it ran
  * past the expiry and another relay claimed the delivery) cannot overwrite the newer holder's work.
- * Subscriptions are locked first and in id order, so concurrent relays never deadlock.
+ * Subscriptions are locked first and in id order, so concurrent writes (several per relay, and
+ * several relays) never deadlock; deliveries are disjoint between writes, except a stale one, whose
+ * row the UPDATE skips.
  */
 export async function completeDeliveries(db: Database, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], transitions: [] };
@@ -43,7 +46,8 @@ export async function completeDeliveries(db: Database, completions: readonly Com
          -- A healthy endpoint answering 2xx needs no write (and no lock): the hot path stays cheap.
          WHERE u.gone OR u.failures > 0 OR s.status <> 'active' OR s.consecutive_failures <> 0
          ORDER BY s.id
-         FOR UPDATE OF s
+         -- NO KEY UPDATE, not UPDATE: enqueue's foreign-key checks (KEY SHARE) need not wait for it.
+         FOR NO KEY UPDATE OF s
        ),
        m AS (
          SELECT n.*, CASE
@@ -86,22 +90,39 @@ export async function completeDeliveries(db: Database, completions: readonly Com
       ],
     );
 
+    // One statement for the delivery state and the attempt log (one round trip, whatever the batch
+    // size). The stale flag reads the UPDATE's RETURNING: a delivery not updated had lost its lease.
+    // Every attempt is logged, even a stale one: the request did reach (or try to reach) the receiver.
     const applied = await tx.query<{ id: string }>(
-      `UPDATE outbound_deliveries d SET
-         status = c.status,
-         attempts = d.attempts + CASE WHEN c.counted THEN 1 ELSE 0 END,
-         next_attempt_at = CASE WHEN c.status = 'pending' THEN now() + c.delay * interval '1 second' ELSE d.next_attempt_at END,
-         lease_token = NULL,
-         last_status = c.last_status,
-         last_error = c.last_error,
-         dead_reason = c.dead_reason,
-         dead_at = CASE WHEN c.status = 'dead' THEN now() END,
-         delivered_at = CASE WHEN c.status = 'delivered' THEN now() ELSE d.delivered_at END,
-         updated_at = now()
-       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::float8[], $5::text[], $6::bool[], $7::int[], $8::text[])
-         AS c(id, token, status, delay, dead_reason, counted, last_status, last_error)
-       WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
-       RETURNING d.id`,
+      `WITH c AS (
+         SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::float8[], $5::text[], $6::bool[],
+                              $7::int[], $8::text[], $9::int[], $10::text[], $11::int[], $12::text[], $13::bool[])
+           AS c(id, token, status, delay, dead_reason, counted, last_status, error_class, attempt_number, result,
+                latency_ms, response_excerpt, probe)
+       ),
+       applied AS (
+         UPDATE outbound_deliveries d SET
+           status = c.status,
+           attempts = d.attempts + CASE WHEN c.counted THEN 1 ELSE 0 END,
+           next_attempt_at = CASE WHEN c.status = 'pending' THEN now() + c.delay * interval '1 second' ELSE d.next_attempt_at END,
+           lease_token = NULL,
+           last_status = c.last_status,
+           last_error = c.error_class,
+           dead_reason = c.dead_reason,
+           dead_at = CASE WHEN c.status = 'dead' THEN now() END,
+           delivered_at = CASE WHEN c.status = 'delivered' THEN now() ELSE d.delivered_at END,
+           updated_at = now()
+         FROM c
+         WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
+         RETURNING d.id
+       ),
+       logged AS (
+         INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale)
+         SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe,
+                NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id)
+         FROM c
+       )
+       SELECT id FROM applied`,
       [
         completions.map((c) => c.delivery.id),
         completions.map((c) => c.delivery.leaseToken),
@@ -111,26 +132,14 @@ export async function completeDeliveries(db: Database, completions: readonly Com
         completions.map((c) => c.decision.counted),
         completions.map((c) => c.outcome.status),
         completions.map((c) => clean(c.outcome.errorClass)),
+        completions.map((c) => c.delivery.attempts + 1),
+        completions.map((c) => c.outcome.result),
+        completions.map((c) => Math.max(0, Math.round(c.outcome.latencyMs))),
+        completions.map((c) => clean(c.outcome.responseExcerpt)),
+        completions.map((c) => c.delivery.probe),
       ],
     );
     const accepted = new Set(applied.rows.map((r) => r.id));
-
-    // Every attempt is logged, even a stale one: the request did reach (or try to reach) the receiver.
-    await tx.query(
-      `INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale)
-       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bool[], $9::bool[])`,
-      [
-        completions.map((c) => c.delivery.id),
-        completions.map((c) => c.delivery.attempts + 1),
-        completions.map((c) => c.outcome.result),
-        completions.map((c) => c.outcome.status),
-        completions.map((c) => Math.max(0, Math.round(c.outcome.latencyMs))),
-        completions.map((c) => clean(c.outcome.errorClass)),
-        completions.map((c) => clean(c.outcome.responseExcerpt)),
-        completions.map((c) => c.delivery.probe),
-        completions.map((c) => !accepted.has(c.delivery.id)),
-      ],
-    );
 
     return {
       accepted: [...accepted],
