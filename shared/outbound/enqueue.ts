@@ -9,6 +9,7 @@ import { EventConflictError, OutboundValidationError, PayloadTooLargeError } fro
 import { eventTypeProblem } from "./eventTypes.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { parseOrThrow } from "./validation.js";
+import { setSpanAttributes, SPANS, withSpan } from "../telemetry/telemetry.js";
 
 /** An event to send. `data` must be JSON (objects, arrays, strings, finite numbers, booleans, null). */
 export interface OutboundEvent {
@@ -118,7 +119,15 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
  *   await enqueue(tx, { id: `order-${orderId}-paid`, type: "order.paid", data: { orderId } });
  * });
  */
-export async function enqueue(tx: Queryable, event: OutboundEvent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+export function enqueue(tx: Queryable, event: OutboundEvent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  return withSpan(SPANS.outboxEnqueue, { "webhooks.event.type": typeof event?.type === "string" ? event.type.slice(0, 100) : undefined }, async (span) => {
+    const result = await enqueueInTransaction(tx, event, options);
+    setSpanAttributes(span, { "webhooks.event.id": result.eventId, "webhooks.event.created": result.created, "webhooks.deliveries": result.deliveries.length });
+    return result;
+  });
+}
+
+async function enqueueInTransaction(tx: Queryable, event: OutboundEvent, options: EnqueueOptions): Promise<EnqueueResult> {
   const prepared = prepareEvent(event, options);
   const inserted = await tx.query<{ id: string }>(
     `INSERT INTO outbound_events (id, type, body) VALUES ($1, $2, $3)

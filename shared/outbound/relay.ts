@@ -15,6 +15,7 @@ import { completeDeliveries, type CompletionResult } from "./sql/completeDeliver
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
 import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
+import { SPANS, withSpan } from "../telemetry/telemetry.js";
 
 export interface RelayOptions {
   db: Database;
@@ -151,15 +152,18 @@ export function createRelay(options: RelayOptions): Relay {
       unlisten = null;
       await u?.();
     },
-    async runOnce() {
-      nextProbeCheck = 0;
-      const claimed = await claim(batchSize);
-      const completions: Completion[] = [];
-      for (let i = 0; i < claimed.length; i += httpConcurrency) {
-        completions.push(...(await Promise.all(claimed.slice(i, i + httpConcurrency).map(attempt))));
-      }
-      await complete(completions);
-      return claimed.length;
+    runOnce() {
+      return withSpan(SPANS.relayBatch, {}, async (span) => {
+        nextProbeCheck = 0;
+        const claimed = await claim(batchSize);
+        const completions: Completion[] = [];
+        for (let i = 0; i < claimed.length; i += httpConcurrency) {
+          completions.push(...(await Promise.all(claimed.slice(i, i + httpConcurrency).map(attempt))));
+        }
+        await complete(completions);
+        span.setAttribute("webhooks.batch.size", claimed.length);
+        return claimed.length;
+      });
     },
   };
 }
