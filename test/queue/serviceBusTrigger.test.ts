@@ -10,12 +10,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { InvocationContext, trigger } from "@azure/functions";
-import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from "@azure/service-bus";
+import { ServiceBusClient, type ServiceBusReceiver } from "@azure/service-bus";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MalformedMessageError, type ReceivedMessage } from "../../shared/queue/port.js";
 import { createServiceBusQueue } from "../../shared/queue/serviceBus.js";
 import { fromServiceBusTrigger, serviceBusQueueHandler } from "../../shared/queue/triggers/serviceBus.js";
 import { startServiceBusTestPeer, type ServiceBusTestPeer } from "../support/serviceBusTestPeer.js";
+import { invokeOnce, type ServiceBusHandler } from "../support/serviceBusTriggerHost.js";
 
 const TRIGGER = trigger.serviceBusQueue({ connection: "ServiceBusConnection", queueName: "inbound" });
 
@@ -29,47 +30,8 @@ function contextWith(triggerMetadata: Record<string, unknown> | undefined): Invo
   });
 }
 
-/** The Node worker's key rule: lower-case the first letter, recursively through objects and arrays. */
-function camelCased(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(camelCased);
-  if (value === null || typeof value !== "object" || value instanceof Date) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.charAt(0).toLowerCase() + k.slice(1), camelCased(v)]));
-}
-
-/** What the host passes for one received message: the decoded body and the camel-cased binding data. */
-function hostInvocation(m: ServiceBusReceivedMessage): { body: unknown; context: InvocationContext } {
-  const text = Buffer.isBuffer(m.body) ? m.body.toString("utf8") : String(m.body);
-  let body: unknown = text;
-  try { body = JSON.parse(text); } catch { /* not JSON: the host passes the string */ }
-  const bindingData = {
-    // The .NET extension reads the count with the .NET SDK, which counts from 1 (the JS SDK from 0).
-    DeliveryCount: (m.deliveryCount ?? 0) + 1,
-    MessageId: m.messageId,
-    ContentType: m.contentType,
-    EnqueuedTimeUtc: m.enqueuedTimeUtc?.toISOString(),
-    ExpiresAtUtc: m.expiresAtUtc?.toISOString(),
-    LockToken: m.lockToken,
-    SequenceNumber: m.sequenceNumber?.toNumber(),
-    DeadLetterSource: m.deadLetterSource,
-    ApplicationProperties: m.applicationProperties ?? {},
-  };
-  return { body, context: contextWith(camelCased(bindingData) as Record<string, unknown>) };
-}
-
-/** One host invocation: run the handler, then complete (it returned) or abandon (it threw). */
-async function deliver(receiver: ServiceBusReceiver, handler: (b: unknown, c: InvocationContext) => Promise<void>): Promise<"none" | "completed" | "abandoned"> {
-  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 1000 });
-  if (!m) return "none";
-  const { body, context } = hostInvocation(m);
-  try {
-    await handler(body, context);
-  } catch {
-    await receiver.abandonMessage(m);
-    return "abandoned";
-  }
-  await receiver.completeMessage(m);
-  return "completed";
-}
+/** One host invocation through the shared stand-in for the Functions host. */
+const deliver = (receiver: ServiceBusReceiver, handler: ServiceBusHandler) => invokeOnce(receiver, handler, { functionName: "inbound-worker", maxWaitTimeInMs: 1000 });
 
 describe("Service Bus trigger → ReceivedMessage", () => {
   const metadata = {

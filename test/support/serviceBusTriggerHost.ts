@@ -38,6 +38,7 @@ export function hostInvocation(m: ServiceBusReceivedMessage, functionName: strin
     ExpiresAtUtc: m.expiresAtUtc?.toISOString(),
     LockToken: m.lockToken,
     SequenceNumber: m.sequenceNumber?.toNumber(),
+    DeadLetterSource: m.deadLetterSource,
     ApplicationProperties: m.applicationProperties ?? {},
   };
   const context = new InvocationContext({
