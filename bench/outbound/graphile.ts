@@ -12,7 +12,7 @@ import pg from "pg";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport } from "../../shared/outbound/transport.js";
 import type { RunResult } from "./ours.js";
-import { cpuMsSince, eventData, freshDatabase, waitFor } from "./support.js";
+import { cpuMsSince, databaseCpu, eventData, freshDatabase, waitFor } from "./support.js";
 
 const quiet = new Logger(() => () => {});
 
@@ -48,6 +48,7 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
     emitter.on("job:success", () => { succeeded += 1; });
     emitter.on("job:error", () => { failed += 1; });
 
+    const dbCpu = await databaseCpu(fresh.url);
     const cpu = process.cpuUsage();
     const start = performance.now();
     const runner = await run({
@@ -75,6 +76,7 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
     await waitFor(async () => (await check.query("SELECT count(*)::int AS n FROM graphile_worker._private_jobs")).rows[0].n === 0, 60_000, 2);
     const seconds = (performance.now() - start) / 1000;
     const cpuMs = cpuMsSince(cpu);
+    const dbCpuMs = await dbCpu.sinceMs();
     await check.end();
     await runner.stop();
     if (failed > 0) throw new Error(`${failed} graphile-worker jobs failed: the benchmark is void`);
@@ -84,9 +86,10 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
       seconds,
       perSecond: events / seconds,
       cpuMsPerEvent: cpuMs / events,
+      dbCpuMsPerEvent: dbCpuMs === null ? null : dbCpuMs / events,
       breakdown: [
         `concurrentJobs ${concurrency}, localQueue.size ${localQueueSize}, completeJobBatchDelay 0, useNodeTime, pool ${Math.min(concurrency + 2, 30)}`,
-        `process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / (seconds * 1000)) * 100).toFixed(0)}% of one core)`,
+        `process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / (seconds * 1000)) * 100).toFixed(0)}% of one core)${dbCpuMs === null ? "" : `; its PostgreSQL backends: ${(dbCpuMs / events * 1000).toFixed(0)} µs per event`}`,
       ],
     };
   } finally {

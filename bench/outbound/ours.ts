@@ -10,7 +10,7 @@ import { enqueue } from "../../shared/outbound/enqueue.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
-import { cpuMsSince, eventData, freshDatabase, waitFor } from "./support.js";
+import { cpuMsSince, databaseCpu, eventData, freshDatabase, waitFor } from "./support.js";
 
 export interface RunResult {
   events: number;
@@ -18,6 +18,8 @@ export interface RunResult {
   seconds: number;
   perSecond: number;
   cpuMsPerEvent: number;
+  /** CPU of the PostgreSQL backends serving the run, per event (null where /proc cannot tell). */
+  dbCpuMsPerEvent: number | null;
   breakdown: string[];
 }
 
@@ -32,7 +34,7 @@ function timeQueries<Q extends Queryable>(q: Q, t: ReturnType<typeof timed>): Q 
     try {
       return await query(text, values);
     } finally {
-      const slot: Timer | null = /SKIP LOCKED/.test(text) ? t.claim : null;
+      const slot: Timer | null = /SKIP LOCKED/.test(text) ? t.claim : /INSERT INTO outbound_attempts/.test(text) ? t.complete : null;
       if (slot) { slot.calls += 1; slot.ms += performance.now() - start; }
     }
   };
@@ -42,13 +44,21 @@ function timeQueries<Q extends Queryable>(q: Q, t: ReturnType<typeof timed>): Q 
 function instrument(db: Database, t: ReturnType<typeof timed>): Database {
   const d = timeQueries(db, t);
   return Object.assign(d, {
+    // A transaction is a claim (it ran the SKIP LOCKED statement) or a completion write.
     transaction: async <T>(fn: (tx: Transaction) => Promise<T>) => {
       const start = performance.now();
+      let claim = false;
       try {
-        return await db.transaction(fn);
+        return await db.transaction((tx) => fn(Object.assign(Object.create(tx) as Transaction, {
+          query: (text: string, values?: unknown[]) => {
+            if (/SKIP LOCKED/.test(text)) claim = true;
+            return tx.query(text, values);
+          },
+        })));
       } finally {
-        t.complete.calls += 1;
-        t.complete.ms += performance.now() - start;
+        const slot = claim ? t.claim : t.complete;
+        slot.calls += 1;
+        slot.ms += performance.now() - start;
       }
     },
     listen: db.listen.bind(db),
@@ -62,7 +72,7 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
  * @param concurrency the relay's `concurrency`: deliveries held at once (waiting for an HTTP turn, in
  *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> } } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
@@ -109,12 +119,16 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
         }
       },
     });
+    await options.around?.start(); // e.g. a CPU profiler, for the relay phase only
+    const dbCpu = await databaseCpu(fresh.url);
     const cpu = process.cpuUsage();
     const start = performance.now();
     await relay.start();
     await waitFor(() => delivered >= events || failed > 0, 600_000);
     const seconds = (performance.now() - start) / 1000;
     const cpuMs = cpuMsSince(cpu);
+    const dbCpuMs = await dbCpu.sinceMs();
+    await options.around?.stop();
     await relay.stop();
     await transport.close();
     if (failed > 0) throw new Error(`${failed} deliveries did not succeed: the benchmark is void`);
@@ -126,11 +140,12 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
       seconds,
       perSecond: events / seconds,
       cpuMsPerEvent: cpuMs / events,
+      dbCpuMsPerEvent: dbCpuMs === null ? null : dbCpuMs / events,
       breakdown: [
         `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (serial: the loop waits on each)`,
         `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), ${options.completionWriters ?? 2} at once: summed time ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
         `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,
-        `relay process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / wall) * 100).toFixed(0)}% of one core)`,
+        `relay process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / wall) * 100).toFixed(0)}% of one core)${dbCpuMs === null ? "" : `; its PostgreSQL backends: ${(dbCpuMs / events * 1000).toFixed(0)} µs per event`}`,
       ],
     };
   } finally {

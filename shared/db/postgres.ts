@@ -1,5 +1,12 @@
 import pg from "pg";
 import type { Database, QueryResult, Transaction } from "./port.js";
+import { preparedName } from "./prepared.js";
+
+/** A statement for pg: named (prepared once per connection) when it was registered as hot. */
+const statement = (text: string, values?: unknown[]): pg.QueryConfig => {
+  const name = preparedName(text);
+  return name === undefined ? { text, values } : { name, text, values };
+};
 
 export interface PostgresOptions {
   connectionString: string;
@@ -20,7 +27,7 @@ export function openPostgres(options: PostgresOptions): Database {
   pool.on("error", () => {});
 
   const query = async <R>(text: string, values?: unknown[]): Promise<QueryResult<R>> => {
-    const result = await pool.query(text, values as unknown[]);
+    const result = await pool.query(statement(text, values));
     return { rows: result.rows as R[], rowCount: result.rowCount };
   };
 
@@ -38,7 +45,7 @@ export function openPostgres(options: PostgresOptions): Database {
         await client.query("BEGIN");
         const tx: Transaction = {
           query: async <R>(text: string, values?: unknown[]) => {
-            const r = await client.query(text, values as unknown[]);
+            const r = await client.query(statement(text, values));
             return { rows: r.rows as R[], rowCount: r.rowCount };
           },
           exec: async (script) => { await client.query(script); },

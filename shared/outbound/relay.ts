@@ -88,7 +88,16 @@ export function createRelay(options: RelayOptions): Relay {
 
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
-    const claimed = await claimDueDeliveries(db, { limit, leaseSeconds, leaseToken });
+    // A claim commits without waiting for its WAL flush (~2.5 ms of fsync here, a claim's whole
+    // cost once its plan is prepared). Safe because a claim only writes a lease: if PostgreSQL
+    // crashes before the flush, the lease is forgotten, the row is due again and is sent again with
+    // the same webhook-id, the duplicate at-least-once already allows; the holder's completion is
+    // then rejected as stale and logged. Other sessions see the lease at commit, flush or not.
+    // Completions, which record what happened, keep the default (durable) commit.
+    const claimed = await db.transaction(async (tx) => {
+      await tx.query("SET LOCAL synchronous_commit = off");
+      return claimDueDeliveries(tx, { limit, leaseSeconds, leaseToken });
+    });
     if (claimed.length < limit && Date.now() >= nextProbeCheck) {
       nextProbeCheck = Date.now() + probeCheckMs;
       const probes = await claimProbeDeliveries(db, {

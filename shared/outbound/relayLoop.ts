@@ -42,6 +42,8 @@ export interface RelayLoopOptions {
    * the connection pool, where their deadline would run while they wait.
    */
   processConcurrency?: number;
+  /** Most claims running at once. Default: 2. */
+  claimers?: number;
 }
 
 export interface RelayLoop {
@@ -142,37 +144,62 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
   };
 
   const lowWater = Math.max(1, Math.floor(Math.min(options.batchSize, options.concurrency) / 4));
+  const claimers = Math.max(1, options.claimers ?? 2);
+  /** Claims under way, and the slots they may fill (reserved so two claims never overfill). */
+  const claims = new Set<Promise<void>>();
+  let reserved = 0;
+  /** Set when a claim found nothing (or failed): the next one waits for a wake-up or the poll. */
+  let idle = false;
+
+  const claimInto = async (limit: number) => {
+    let items: C[];
+    try {
+      items = await callbacks.claim(limit);
+    } catch (error) {
+      callbacks.onError(error, "claim");
+      idle = true;
+      return;
+    }
+    if (!running) {
+      // Stopped while the claim ran: these were never started, give them back.
+      await callbacks.release(items).catch((error) => callbacks.onError(error, "release"));
+      return;
+    }
+    if (items.length === 0) {
+      idle = true;
+      return;
+    }
+    held += items.length;
+    waiting.push(...items);
+    startWaiting();
+  };
 
   const loop = async () => {
     while (running) {
       woken = false;
-      const free = options.concurrency - held;
+      const free = options.concurrency - held - reserved;
       // Wait for a useful number of free slots: many one-row claims would cost more than they bring.
-      if (free < lowWater && held > 0) {
+      // Up to `claimers` claims run at once: a claim's round trips and commit then overlap another's.
+      if (claims.size >= claimers || (free < lowWater && held + reserved > 0) || (idle && claims.size > 0)) {
         await sleep(options.pollIntervalMs);
         continue;
       }
-      let items: C[];
-      try {
-        items = await callbacks.claim(Math.min(options.batchSize, free));
-      } catch (error) {
-        callbacks.onError(error, "claim");
+      if (idle) {
+        idle = false;
         await sleep(options.pollIntervalMs);
+        if (!running) break;
         continue;
       }
-      if (!running) {
-        // Stopped while the claim ran: these were never started, give them back.
-        await callbacks.release(items).catch((error) => callbacks.onError(error, "release"));
-        break;
-      }
-      if (items.length === 0) {
-        await sleep(options.pollIntervalMs);
-        continue;
-      }
-      held += items.length;
-      waiting.push(...items);
-      startWaiting();
+      const limit = Math.min(options.batchSize, free);
+      reserved += limit;
+      const claimed: Promise<void> = claimInto(limit).finally(() => {
+        reserved -= limit;
+        claims.delete(claimed);
+        wake();
+      });
+      claims.add(claimed);
     }
+    await Promise.all(claims);
   };
 
   return {

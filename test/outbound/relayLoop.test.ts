@@ -72,7 +72,8 @@ describe("relay loop (no database)", () => {
     };
     const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 10, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
     loop.start();
-    await waitFor("the second claim under way", () => claims === 2 && openClaims !== undefined);
+    // Claims overlap: wait until the first batch is held (in flight) and the second claim is open.
+    await waitFor("the second claim under way", () => claims === 2 && openClaims !== undefined && loop.held === 5);
     const stopping = loop.stop();
     openClaims();
     await stopping;
@@ -150,6 +151,46 @@ describe("relay loop (no database)", () => {
     h.queue.push(1, 2, 3);
     loop.wake();
     await waitFor("woken and completed", () => h.completed.length === 3, 5000);
+    await loop.stop();
+  });
+
+  it("runs up to `claimers` claims at once, reserving their slots so the held items never exceed `concurrency`", async () => {
+    const h = harness(400, { slow: 2 });
+    let claiming = 0;
+    let maxClaiming = 0;
+    let maxHeld = 0;
+    const claim = h.callbacks.claim;
+    h.callbacks.claim = async (limit: number) => {
+      claiming++;
+      maxClaiming = Math.max(maxClaiming, claiming);
+      await new Promise((r) => setTimeout(r, 3)); // a claim's round trip
+      claiming--;
+      const items = await claim(limit);
+      return items;
+    };
+    const process = h.callbacks.process;
+    h.callbacks.process = async (item: number) => {
+      maxHeld = Math.max(maxHeld, loop.held);
+      return process(item);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 10, concurrency: 40, pollIntervalMs: 5, shutdownTimeoutMs: 5000, claimers: 3 });
+    loop.start();
+    await waitFor("all completed", () => h.completed.length === 400);
+    await loop.stop();
+    expect(maxClaiming).toBe(3);
+    expect(maxHeld).toBeLessThanOrEqual(40);
+    expect(new Set(h.completed).size).toBe(400);
+  });
+
+  it("after a claim that finds nothing, waits for the poll (or a wake-up) instead of claiming again at once", async () => {
+    const h = harness(0);
+    let claims = 0;
+    const claim = h.callbacks.claim;
+    h.callbacks.claim = (limit: number) => { claims++; return claim(limit); };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 5, pollIntervalMs: 60_000, shutdownTimeoutMs: 1000 });
+    loop.start();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(claims).toBe(1);
     await loop.stop();
   });
 });

@@ -1,5 +1,6 @@
 /** Claiming due deliveries under a lease: the only way a relay gets work. */
 import type { Queryable } from "../../db/port.js";
+import { prepared } from "../../db/prepared.js";
 import type { ClaimedDelivery } from "../types.js";
 
 interface ClaimRow {
@@ -28,6 +29,28 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
   };
 }
 
+const CLAIM_DUE = prepared("outbound_claim_due", `WITH claimed AS (
+     UPDATE outbound_deliveries d
+     SET lease_token = $2::uuid,
+         next_attempt_at = now() + $3::float8 * interval '1 second',
+         claims = d.claims + 1,
+         updated_at = now()
+     WHERE d.id = ANY (ARRAY(
+       SELECT due.id
+       FROM outbound_deliveries due
+       JOIN outbound_subscriptions s ON s.id = due.subscription_id
+       WHERE due.status = 'pending' AND due.next_attempt_at <= now() AND s.status <> 'disabled'
+       ORDER BY due.next_attempt_at
+       LIMIT $1
+       FOR UPDATE OF due SKIP LOCKED
+     ))
+     RETURNING d.id, d.event_id, d.subscription_id, d.attempts
+   )
+   SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
+   FROM claimed c
+   JOIN outbound_events e ON e.id = c.event_id
+   JOIN outbound_subscriptions s ON s.id = c.subscription_id`);
+
 /**
  * Claims up to `limit` due deliveries of subscriptions that are not disabled, oldest due first.
  * SKIP LOCKED lets relays claim side by side without waiting on each other; the lease moves
@@ -46,31 +69,52 @@ export async function claimDueDeliveries(
   options: { limit: number; leaseSeconds: number; leaseToken: string },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await q.query<ClaimRow>(
-    `WITH claimed AS (
-       UPDATE outbound_deliveries d
-       SET lease_token = $2::uuid,
-           next_attempt_at = now() + $3::float8 * interval '1 second',
-           claims = d.claims + 1,
-           updated_at = now()
-       WHERE d.id = ANY (ARRAY(
-         SELECT due.id
-         FROM outbound_deliveries due
-         JOIN outbound_subscriptions s ON s.id = due.subscription_id
-         WHERE due.status = 'pending' AND due.next_attempt_at <= now() AND s.status <> 'disabled'
-         ORDER BY due.next_attempt_at
-         LIMIT $1
-         FOR UPDATE OF due SKIP LOCKED
-       ))
-       RETURNING d.id, d.event_id, d.subscription_id, d.attempts
-     )
-     SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
-     FROM claimed c
-     JOIN outbound_events e ON e.id = c.event_id
-     JOIN outbound_subscriptions s ON s.id = c.subscription_id`,
+    CLAIM_DUE,
     [options.limit, options.leaseToken, options.leaseSeconds],
   );
   return rows.map((r) => toClaimed(r, options.leaseToken, false));
 }
+
+const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
+     SELECT id FROM outbound_subscriptions
+     WHERE status = 'disabled' AND next_probe_at <= now()
+     ORDER BY next_probe_at
+     LIMIT $1
+     FOR UPDATE SKIP LOCKED
+   ),
+   bumped AS (
+     UPDATE outbound_subscriptions s
+     SET next_probe_at = now() + $4::float8 * interval '1 second', updated_at = now()
+     FROM probed
+     WHERE s.id = probed.id
+     RETURNING s.id
+   ),
+   picked AS (
+     SELECT p.id
+     FROM bumped b
+     CROSS JOIN LATERAL (
+       SELECT d.id FROM outbound_deliveries d
+       WHERE d.subscription_id = b.id AND d.status = 'pending'
+         AND (d.lease_token IS NULL OR d.next_attempt_at <= now())
+       ORDER BY d.created_at, d.id
+       LIMIT 1
+       FOR UPDATE SKIP LOCKED
+     ) p
+   ),
+   claimed AS (
+     -- As in claimDueDeliveries: rows by primary key, joins on the returned rows only.
+     UPDATE outbound_deliveries d
+     SET lease_token = $2::uuid,
+         next_attempt_at = now() + $3::float8 * interval '1 second',
+         claims = d.claims + 1,
+         updated_at = now()
+     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
+     RETURNING d.id, d.event_id, d.subscription_id, d.attempts
+   )
+   SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
+   FROM claimed c
+   JOIN outbound_events e ON e.id = c.event_id
+   JOIN outbound_subscriptions s ON s.id = c.subscription_id`);
 
 /**
  * For each disabled subscription whose probe is due (circuit-breaker disables only; 410 Gone has no
@@ -82,46 +126,7 @@ export async function claimProbeDeliveries(
   options: { limit: number; leaseSeconds: number; leaseToken: string; probeIntervalSeconds: number },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await q.query<ClaimRow>(
-    `WITH probed AS (
-       SELECT id FROM outbound_subscriptions
-       WHERE status = 'disabled' AND next_probe_at <= now()
-       ORDER BY next_probe_at
-       LIMIT $1
-       FOR UPDATE SKIP LOCKED
-     ),
-     bumped AS (
-       UPDATE outbound_subscriptions s
-       SET next_probe_at = now() + $4::float8 * interval '1 second', updated_at = now()
-       FROM probed
-       WHERE s.id = probed.id
-       RETURNING s.id
-     ),
-     picked AS (
-       SELECT p.id
-       FROM bumped b
-       CROSS JOIN LATERAL (
-         SELECT d.id FROM outbound_deliveries d
-         WHERE d.subscription_id = b.id AND d.status = 'pending'
-           AND (d.lease_token IS NULL OR d.next_attempt_at <= now())
-         ORDER BY d.created_at, d.id
-         LIMIT 1
-         FOR UPDATE SKIP LOCKED
-       ) p
-     ),
-     claimed AS (
-       -- As in claimDueDeliveries: rows by primary key, joins on the returned rows only.
-       UPDATE outbound_deliveries d
-       SET lease_token = $2::uuid,
-           next_attempt_at = now() + $3::float8 * interval '1 second',
-           claims = d.claims + 1,
-           updated_at = now()
-       WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
-       RETURNING d.id, d.event_id, d.subscription_id, d.attempts
-     )
-     SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
-     FROM claimed c
-     JOIN outbound_events e ON e.id = c.event_id
-     JOIN outbound_subscriptions s ON s.id = c.subscription_id`,
+    CLAIM_PROBES,
     [options.limit, options.leaseToken, options.leaseSeconds, options.probeIntervalSeconds],
   );
   return rows.map((r) => toClaimed(r, options.leaseToken, true));

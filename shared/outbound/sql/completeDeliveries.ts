@@ -1,5 +1,6 @@
 /** Writing a batch of finished attempts: health, delivery state and attempt log in one transaction. */
-import type { Database } from "../../db/port.js";
+import type { Queryable } from "../../db/port.js";
+import { prepared } from "../../db/prepared.js";
 import type { HealthPolicy } from "../health.js";
 import { summariseHealth } from "../health.js";
 import type { Completion } from "../types.js";
@@ -23,128 +24,134 @@ export interface CompletionResult {
 const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\uFFFD"));
 
 /**
- * Applies a batch of completions with `unnest`, in two statements whatever the batch size: the
- * subscriptions' health first, then the deliveries and their attempt log together.
+ * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
+ * health ($1–$7), then the delivery state and attempt log ($8–$20). Its rows say which deliveries
+ * were updated and which subscriptions were written.
+ */
+const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[]) AS u(id, succeeded, failures, gone)
+   ),
+   n AS (
+     SELECT s.id, u.succeeded, u.gone, s.status AS old_status,
+            CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures
+     FROM outbound_subscriptions s JOIN u ON u.id = s.id
+     -- A healthy endpoint answering 2xx needs no write (and no lock): the hot path stays cheap.
+     WHERE u.gone OR u.failures > 0 OR s.status <> 'active' OR s.consecutive_failures <> 0
+     ORDER BY s.id
+     -- NO KEY UPDATE, not UPDATE: enqueue's foreign-key checks (KEY SHARE) need not wait for it.
+     FOR NO KEY UPDATE OF s
+   ),
+   m AS (
+     SELECT n.*, CASE
+         WHEN n.gone THEN 'disabled'
+         WHEN n.old_status = 'disabled' AND NOT n.succeeded THEN 'disabled'
+         WHEN n.failures >= $5 THEN 'disabled'
+         WHEN n.failures >= $6 THEN 'degraded'
+         ELSE 'active' END AS new_status
+     FROM n
+   ),
+   health AS (
+     UPDATE outbound_subscriptions s SET
+       status = m.new_status,
+       consecutive_failures = m.failures,
+       last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
+       disabled_reason = CASE
+         WHEN m.new_status <> 'disabled' THEN NULL
+         WHEN m.gone THEN 'gone: the endpoint answered 410 Gone; re-enable the subscription once it is back'
+         WHEN m.old_status <> 'disabled' THEN 'circuit open: ' || m.failures || ' consecutive failed attempts; probing periodically'
+         ELSE s.disabled_reason END,
+       disabled_at = CASE
+         WHEN m.new_status <> 'disabled' THEN NULL
+         WHEN m.old_status <> 'disabled' OR m.gone THEN now()
+         ELSE s.disabled_at END,
+       next_probe_at = CASE
+         WHEN m.new_status <> 'disabled' OR m.gone THEN NULL
+         WHEN m.old_status <> 'disabled' THEN now() + $7::float8 * interval '1 second'
+         ELSE s.next_probe_at END,
+       updated_at = now()
+     FROM m
+     WHERE s.id = m.id
+     RETURNING s.id, m.old_status, s.status
+   ),
+   c AS (
+     SELECT * FROM unnest($8::text[], $9::uuid[], $10::text[], $11::float8[], $12::text[], $13::bool[],
+                          $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[])
+       AS c(id, token, status, delay, dead_reason, counted, last_status, error_class, attempt_number, result,
+            latency_ms, response_excerpt, probe)
+   ),
+   applied AS (
+     UPDATE outbound_deliveries d SET
+       status = c.status,
+       attempts = d.attempts + CASE WHEN c.counted THEN 1 ELSE 0 END,
+       next_attempt_at = CASE WHEN c.status = 'pending' THEN now() + c.delay * interval '1 second' ELSE d.next_attempt_at END,
+       lease_token = NULL,
+       last_status = c.last_status,
+       last_error = c.error_class,
+       dead_reason = c.dead_reason,
+       dead_at = CASE WHEN c.status = 'dead' THEN now() END,
+       delivered_at = CASE WHEN c.status = 'delivered' THEN now() ELSE d.delivered_at END,
+       updated_at = now()
+     FROM c
+     WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
+     RETURNING d.id
+   ),
+   logged AS (
+     INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale)
+     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe,
+            NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id)
+     FROM c
+   )
+   SELECT 'delivery' AS kind, id, NULL AS old_status, NULL AS status FROM applied
+   UNION ALL
+   SELECT 'subscription', id, old_status, status FROM health`);
+
+/**
+ * Applies a batch of completions with `unnest`, in one statement whatever the batch size: the
+ * subscriptions' health, the deliveries and their attempt log.
  * Each delivery update is guarded by its lease token: a relay whose lease was taken over (it ran
  * past the expiry and another relay claimed the delivery) cannot overwrite the newer holder's work.
- * Subscriptions are locked first and in id order, so concurrent writes (several per relay, and
- * several relays) never deadlock; deliveries are disjoint between writes, except a stale one, whose
- * row the UPDATE skips.
+ * Subscriptions are locked in id order, so concurrent writes (several per relay, and several
+ * relays) never deadlock on them; deliveries are disjoint between writes, except a stale one, whose
+ * row the UPDATE skips. (Sub-statements of one statement run in no set order, which is why
+ * nothing else may lock the same rows in another order: an operator's resume touches only
+ * deliveries no lease holds.)
  */
-export async function completeDeliveries(db: Database, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
+export async function completeDeliveries(db: Queryable, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], transitions: [] };
-  return db.transaction(async (tx) => {
-    const updates = summariseHealth(completions);
-    const changed = await tx.query<{ id: string; old_status: string; status: string }>(
-      `WITH u AS (
-         SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[]) AS u(id, succeeded, failures, gone)
-       ),
-       n AS (
-         SELECT s.id, u.succeeded, u.gone, s.status AS old_status,
-                CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures
-         FROM outbound_subscriptions s JOIN u ON u.id = s.id
-         -- A healthy endpoint answering 2xx needs no write (and no lock): the hot path stays cheap.
-         WHERE u.gone OR u.failures > 0 OR s.status <> 'active' OR s.consecutive_failures <> 0
-         ORDER BY s.id
-         -- NO KEY UPDATE, not UPDATE: enqueue's foreign-key checks (KEY SHARE) need not wait for it.
-         FOR NO KEY UPDATE OF s
-       ),
-       m AS (
-         SELECT n.*, CASE
-             WHEN n.gone THEN 'disabled'
-             WHEN n.old_status = 'disabled' AND NOT n.succeeded THEN 'disabled'
-             WHEN n.failures >= $5 THEN 'disabled'
-             WHEN n.failures >= $6 THEN 'degraded'
-             ELSE 'active' END AS new_status
-         FROM n
-       )
-       UPDATE outbound_subscriptions s SET
-         status = m.new_status,
-         consecutive_failures = m.failures,
-         last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
-         disabled_reason = CASE
-           WHEN m.new_status <> 'disabled' THEN NULL
-           WHEN m.gone THEN 'gone: the endpoint answered 410 Gone; re-enable the subscription once it is back'
-           WHEN m.old_status <> 'disabled' THEN 'circuit open: ' || m.failures || ' consecutive failed attempts; probing periodically'
-           ELSE s.disabled_reason END,
-         disabled_at = CASE
-           WHEN m.new_status <> 'disabled' THEN NULL
-           WHEN m.old_status <> 'disabled' OR m.gone THEN now()
-           ELSE s.disabled_at END,
-         next_probe_at = CASE
-           WHEN m.new_status <> 'disabled' OR m.gone THEN NULL
-           WHEN m.old_status <> 'disabled' THEN now() + $7::float8 * interval '1 second'
-           ELSE s.next_probe_at END,
-         updated_at = now()
-       FROM m
-       WHERE s.id = m.id
-       RETURNING s.id, m.old_status, s.status`,
-      [
-        updates.map((u) => u.subscriptionId),
-        updates.map((u) => u.succeeded),
-        updates.map((u) => u.failures),
-        updates.map((u) => u.gone),
-        health.disableAfter,
-        health.degradeAfter,
-        health.probeIntervalSeconds,
-      ],
-    );
-
-    // One statement for the delivery state and the attempt log (one round trip, whatever the batch
-    // size). The stale flag reads the UPDATE's RETURNING: a delivery not updated had lost its lease.
-    // Every attempt is logged, even a stale one: the request did reach (or try to reach) the receiver.
-    const applied = await tx.query<{ id: string }>(
-      `WITH c AS (
-         SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::float8[], $5::text[], $6::bool[],
-                              $7::int[], $8::text[], $9::int[], $10::text[], $11::int[], $12::text[], $13::bool[])
-           AS c(id, token, status, delay, dead_reason, counted, last_status, error_class, attempt_number, result,
-                latency_ms, response_excerpt, probe)
-       ),
-       applied AS (
-         UPDATE outbound_deliveries d SET
-           status = c.status,
-           attempts = d.attempts + CASE WHEN c.counted THEN 1 ELSE 0 END,
-           next_attempt_at = CASE WHEN c.status = 'pending' THEN now() + c.delay * interval '1 second' ELSE d.next_attempt_at END,
-           lease_token = NULL,
-           last_status = c.last_status,
-           last_error = c.error_class,
-           dead_reason = c.dead_reason,
-           dead_at = CASE WHEN c.status = 'dead' THEN now() END,
-           delivered_at = CASE WHEN c.status = 'delivered' THEN now() ELSE d.delivered_at END,
-           updated_at = now()
-         FROM c
-         WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
-         RETURNING d.id
-       ),
-       logged AS (
-         INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale)
-         SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe,
-                NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id)
-         FROM c
-       )
-       SELECT id FROM applied`,
-      [
-        completions.map((c) => c.delivery.id),
-        completions.map((c) => c.delivery.leaseToken),
-        completions.map((c) => c.decision.status),
-        completions.map((c) => c.decision.delaySeconds),
-        completions.map((c) => c.decision.deadReason),
-        completions.map((c) => c.decision.counted),
-        completions.map((c) => c.outcome.status),
-        completions.map((c) => clean(c.outcome.errorClass)),
-        completions.map((c) => c.delivery.attempts + 1),
-        completions.map((c) => c.outcome.result),
-        completions.map((c) => Math.max(0, Math.round(c.outcome.latencyMs))),
-        completions.map((c) => clean(c.outcome.responseExcerpt)),
-        completions.map((c) => c.delivery.probe),
-      ],
-    );
-    const accepted = new Set(applied.rows.map((r) => r.id));
-
-    return {
-      accepted: [...accepted],
-      stale: completions.map((c) => c.delivery.id).filter((id) => !accepted.has(id)),
-      transitions: changed.rows.filter((r) => r.old_status !== r.status).map((r) => ({ subscriptionId: r.id, from: r.old_status, to: r.status })),
-    };
-  });
+  const updates = summariseHealth(completions);
+  // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
+  // attempt is logged, even a stale one: the request did reach (or try to reach) the receiver.
+  const { rows } = await db.query<{ kind: "delivery" | "subscription"; id: string; old_status: string | null; status: string | null }>(
+    COMPLETE_BATCH,
+    [
+      updates.map((u) => u.subscriptionId),
+      updates.map((u) => u.succeeded),
+      updates.map((u) => u.failures),
+      updates.map((u) => u.gone),
+      health.disableAfter,
+      health.degradeAfter,
+      health.probeIntervalSeconds,
+      completions.map((c) => c.delivery.id),
+      completions.map((c) => c.delivery.leaseToken),
+      completions.map((c) => c.decision.status),
+      completions.map((c) => c.decision.delaySeconds),
+      completions.map((c) => c.decision.deadReason),
+      completions.map((c) => c.decision.counted),
+      completions.map((c) => c.outcome.status),
+      completions.map((c) => clean(c.outcome.errorClass)),
+      completions.map((c) => c.delivery.attempts + 1),
+      completions.map((c) => c.outcome.result),
+      completions.map((c) => Math.max(0, Math.round(c.outcome.latencyMs))),
+      completions.map((c) => clean(c.outcome.responseExcerpt)),
+      completions.map((c) => c.delivery.probe),
+    ],
+  );
+  const accepted = new Set(rows.filter((r) => r.kind === "delivery").map((r) => r.id));
+  return {
+    accepted: [...accepted],
+    stale: completions.map((c) => c.delivery.id).filter((id) => !accepted.has(id)),
+    transitions: rows
+      .filter((r) => r.kind === "subscription" && r.old_status !== r.status)
+      .map((r) => ({ subscriptionId: r.id, from: r.old_status!, to: r.status! })),
+  };
 }
