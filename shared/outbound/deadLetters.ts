@@ -71,7 +71,7 @@ async function replayIds(q: Queryable, ids: readonly string[], requestedBy: stri
   const { rows } = await q.query<{ id: string }>(
     `WITH replayed AS (
        UPDATE outbound_deliveries d
-       SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_token = NULL,
+       SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL,
            dead_reason = NULL, dead_at = NULL, replays = d.replays + 1, updated_at = now()
        FROM (SELECT id, dead_reason FROM outbound_deliveries WHERE id = ANY($1::text[]) AND status = 'dead' FOR UPDATE) old
        WHERE d.id = old.id

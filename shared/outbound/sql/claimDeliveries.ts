@@ -32,14 +32,16 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
 const CLAIM_DUE = prepared("outbound_claim_due", `WITH claimed AS (
      UPDATE outbound_deliveries d
      SET lease_token = $2::uuid,
-         next_attempt_at = now() + $3::float8 * interval '1 second',
+         lease_expires_at = now() + $3::float8 * interval '1 second',
          claims = d.claims + 1,
          updated_at = now()
      WHERE d.id = ANY (ARRAY(
        SELECT due.id
        FROM outbound_deliveries due
        JOIN outbound_subscriptions s ON s.id = due.subscription_id
-       WHERE due.status = 'pending' AND due.next_attempt_at <= now() AND s.status <> 'disabled'
+       WHERE due.status = 'pending' AND due.next_attempt_at <= now()
+         AND (due.lease_expires_at IS NULL OR due.lease_expires_at <= now())
+         AND s.status <> 'disabled'
        ORDER BY due.next_attempt_at
        LIMIT $1
        FOR UPDATE OF due SKIP LOCKED
@@ -53,9 +55,11 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH claimed AS (
 
 /**
  * Claims up to `limit` due deliveries of subscriptions that are not disabled, oldest due first.
- * SKIP LOCKED lets relays claim side by side without waiting on each other; the lease moves
- * `next_attempt_at` to its expiry, so the row is invisible to other claims until the lease runs out
- * (then, the holder having died, it is due again).
+ * SKIP LOCKED lets relays claim side by side without waiting on each other; the lease
+ * (`lease_token`, `lease_expires_at`) hides the row from other claims until it runs out (then, the
+ * holder having died, it is due again). The lease columns are in no index, so a claim is a HOT
+ * update (migration 005); the price is that leased rows stay at the head of the due index, and
+ * each claim steps over them (at most the relays' `concurrency`, read from cached pages).
  *
  * Shape, for the planner: the ids are picked in an `ARRAY(...)` sub-select (an InitPlan, run once)
  * that walks the partial index `outbound_deliveries_due` in order and stops at the limit; the UPDATE
@@ -95,7 +99,7 @@ const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
      CROSS JOIN LATERAL (
        SELECT d.id FROM outbound_deliveries d
        WHERE d.subscription_id = b.id AND d.status = 'pending'
-         AND (d.lease_token IS NULL OR d.next_attempt_at <= now())
+         AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
        ORDER BY d.created_at, d.id
        LIMIT 1
        FOR UPDATE SKIP LOCKED
@@ -105,7 +109,7 @@ const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
      -- As in claimDueDeliveries: rows by primary key, joins on the returned rows only.
      UPDATE outbound_deliveries d
      SET lease_token = $2::uuid,
-         next_attempt_at = now() + $3::float8 * interval '1 second',
+         lease_expires_at = now() + $3::float8 * interval '1 second',
          claims = d.claims + 1,
          updated_at = now()
      WHERE d.id = ANY (ARRAY(SELECT id FROM picked))

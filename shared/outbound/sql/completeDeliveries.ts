@@ -85,6 +85,7 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        attempts = d.attempts + CASE WHEN c.counted THEN 1 ELSE 0 END,
        next_attempt_at = CASE WHEN c.status = 'pending' THEN now() + c.delay * interval '1 second' ELSE d.next_attempt_at END,
        lease_token = NULL,
+       lease_expires_at = NULL,
        last_status = c.last_status,
        last_error = c.error_class,
        dead_reason = c.dead_reason,

@@ -1,4 +1,4 @@
-/** Giving leases back (graceful shutdown): the deliveries become due again at once. */
+/** Giving leases back (graceful shutdown): the deliveries, still due, can be claimed again at once. */
 import type { Queryable } from "../../db/port.js";
 import type { ClaimedDelivery } from "../types.js";
 
@@ -7,7 +7,7 @@ export async function releaseDeliveries(q: Queryable, deliveries: readonly Pick<
   if (deliveries.length === 0) return 0;
   const { rowCount } = await q.query(
     `UPDATE outbound_deliveries d
-     SET lease_token = NULL, next_attempt_at = now(), updated_at = now()
+     SET lease_token = NULL, lease_expires_at = NULL, updated_at = now()
      FROM unnest($1::text[], $2::uuid[]) AS r(id, token)
      WHERE d.id = r.id AND d.lease_token = r.token AND d.status = 'pending'`,
     [deliveries.map((d) => d.id), deliveries.map((d) => d.leaseToken)],
