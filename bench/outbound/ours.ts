@@ -142,7 +142,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
       cpuMsPerEvent: cpuMs / events,
       dbCpuMsPerEvent: dbCpuMs === null ? null : dbCpuMs / events,
       breakdown: [
-        `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (serial: the loop waits on each)`,
+        `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (summed: up to 2 run at once)`,
         `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), ${options.completionWriters ?? 2} at once: summed time ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
         `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,
         `relay process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / wall) * 100).toFixed(0)}% of one core)${dbCpuMs === null ? "" : `; its PostgreSQL backends: ${(dbCpuMs / events * 1000).toFixed(0)} µs per event`}`,

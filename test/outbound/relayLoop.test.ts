@@ -123,13 +123,36 @@ describe("relay loop (no database)", () => {
       writing--;
       return complete(results);
     };
-    const loop = createRelayLoop(h.callbacks, { batchSize: 50, concurrency: 50, completionWriters: 3, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    const loop = createRelayLoop(h.callbacks, { batchSize: 50, concurrency: 50, completionWriters: 3, completionBatch: 5, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
     loop.start();
     await waitFor("all completed", () => h.completed.length === 200);
     await loop.stop();
     expect(maxWriting).toBeLessThanOrEqual(3);
     expect(maxWriting).toBeGreaterThan(1);
     expect([...h.completed].sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+  });
+
+  it("writes at once when no write is running, and starts another only for `completionBatch` results", async () => {
+    const h = harness(300);
+    const batches: number[] = [];
+    let writing = 0;
+    let smallParallel = 0;
+    const complete = h.callbacks.complete;
+    h.callbacks.complete = async (results: number[]) => {
+      if (writing > 0 && results.length < 40) smallParallel++;
+      writing++;
+      batches.push(results.length);
+      await new Promise((r) => setTimeout(r, 10));
+      writing--;
+      return complete(results);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 100, concurrency: 100, completionWriters: 3, completionBatch: 40, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("all completed", () => h.completed.length === 300);
+    await loop.stop();
+    expect(smallParallel).toBe(0);
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(300);
+    expect(Math.max(...batches)).toBeGreaterThanOrEqual(40);
   });
 
   it("stop gives back items still waiting for a processing turn, and completes those started", async () => {
