@@ -216,7 +216,7 @@ async function main(): Promise<void> {
   const ref = ["reference: pg only", "-", "-", median(reference.map((r) => r.importMs)).toFixed(0), median(reference.map((r) => r.firstEventMs)).toFixed(0), "SELECT 1", "import pg; connect; SELECT 1"];
   console.log(fmt(ref));
   console.log(`\nload average (1 min) ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after, on ${cpus().length} CPUs: compare the functions with the reference row of the same run.`);
-  console.log("\n! = over target. GCP bundles leave the Functions Framework and the Google SDKs to the buildpack's npm install (see functions/build.ts); their import time includes loading them.");
+  console.log("\n! = over target. GCP bundles leave the Functions Framework (and nothing else) to the buildpack's npm install (see functions/build.ts); their import time includes loading it.");
   console.log("\nLargest packages per bundle (KiB, from the esbuild metafile):");
   for (const { f } of rows) console.log(`  ${`${f.cloud}/${f.name}`.padEnd(16)} ${await topPackages(f)}`);
 }

@@ -29,7 +29,8 @@ export interface BuiltFunction {
 function outputSizes(metafile: Metafile): { bytes: number; loadedBytes: number } {
   const outputs = metafile.outputs;
   const bytes = Object.values(outputs).reduce((sum, o) => sum + o.bytes, 0);
-  const entry = Object.keys(outputs).find((file) => outputs[file]!.entryPoint !== undefined)!;
+  // Not the first output with an `entryPoint`: with splitting, dynamically imported modules have one too.
+  const entry = Object.keys(outputs).find((file) => /(^|[\\/])index\.mjs$/.test(file))!;
   const loaded = new Set<string>();
   const visit = (file: string) => {
     if (loaded.has(file) || !outputs[file]) return;
@@ -70,14 +71,13 @@ function runtimeFiles(cloud: Cloud, name: FunctionName, dependencies: Record<str
 }
 
 /**
- * On GCP the buildpack runs `npm install` on the function's package.json anyway (it must, for the
- * Functions Framework), so the Google SDKs (gRPC, protobuf, gax: ~3 MB minified) are installed
- * there rather than bundled; each function's package.json lists only those it imports.
+ * On GCP the buildpack runs `npm install` on the function's package.json for the Functions
+ * Framework (the bundle must register with that copy), so the framework alone stays external.
+ * The functions reach Pub/Sub and Cloud Storage over REST: no Google client library is
+ * installed, and anything else they import is bundled, so the bundle size is what deploys.
  */
 const GCP_DEPENDENCIES: Record<string, string> = {
   "@google-cloud/functions-framework": "^5.0.5",
-  "@google-cloud/pubsub": "6.3.0",
-  "@google-cloud/storage": "^7.22.0",
 };
 
 /**
@@ -127,6 +127,34 @@ const trims: Plugin = {
 };
 
 /**
+ * Azure trims:
+ * - the functions authenticate with our `ManagedIdentityCredential`
+ *   (shared/cloud/azureManagedIdentity.ts) and always hand it to the Service Bus adapter, so the
+ *   adapter's `DefaultAzureCredential` fallback (a dynamic import of `@azure/identity` + MSAL,
+ *   ~330 KiB) is never reached there: in Azure bundles that import resolves to a module saying so;
+ * - `@azure/service-bus` is narrowed to the `ServiceBusClient` the adapter uses.
+ */
+const azureTrims: Plugin = {
+  name: "azure-trims",
+  setup(b) {
+    b.onResolve({ filter: /^@azure\/identity$/ }, () => ({ path: "azure-identity-stub", namespace: "trims" }));
+    b.onLoad({ filter: /^azure-identity-stub$/, namespace: "trims" }, () => ({
+      contents: `export class DefaultAzureCredential { constructor() { throw new Error("@azure/identity is not bundled in the Azure functions: pass a credential (functions/azure/connections.ts does)."); } }`,
+      loader: "js",
+    }));
+    // The adapter imports the SDK as a namespace (`await import(...)`), which keeps every export,
+    // the ATOM management client and its XML parser included (~100 KiB); it uses ServiceBusClient only.
+    b.onResolve({ filter: /^@azure\/service-bus$/ }, (args) =>
+      /shared[\\/]queue[\\/]serviceBus\.ts$/.test(args.importer) ? { path: args.importer, namespace: "service-bus-client" } : undefined);
+    b.onLoad({ filter: /.*/, namespace: "service-bus-client" }, async (args) => {
+      const used = new Set((await readFile(args.path, "utf8")).match(/\bsdk\.\w+/g));
+      if ([...used].some((u) => u !== "sdk.ServiceBusClient")) throw new Error(`${args.path} uses ${[...used].join(", ")} of @azure/service-bus; functions/build.ts re-exports ServiceBusClient only: update it.`);
+      return { contents: `export { ServiceBusClient } from ${JSON.stringify(join(root, "node_modules/@azure/service-bus/dist-esm/src/serviceBusClient.js"))};`, resolveDir: root };
+    });
+  },
+};
+
+/**
  * Packages the platform provides, left out of the bundle: the Azure Node worker provides
  * `@azure/functions-core`; on GCP the buildpack installs the package.json dependencies below.
  */
@@ -166,7 +194,7 @@ export async function buildFunctions(outDir = join(root, "dist/functions")): Pro
         legalComments: "none",
         // pg's optional native binding is never used; PGlite is for local runs only.
         external: externals(cloud),
-        plugins: [trims],
+        plugins: cloud === "azure" ? [trims, azureTrims] : [trims],
         metafile: true,
         // Bundled CommonJS dependencies call require(); give ESM output one.
         banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },

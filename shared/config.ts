@@ -3,71 +3,71 @@
  * A bad value stops the start with a message that names the variable and what it expects.
  */
 import { randomBytes } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod/mini";
+import { safeParse } from "./safeParse.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const intFrom = (min: number, max: number, fallback: number) => z._default(z.coerce.number().check(z.int(), z.gte(min), z.lte(max)), fallback);
 
 const schema = z.object({
   /** HTTP port of the local server. Default: 8080. */
-  PORT: intFrom(0, 65535).default(8080),
+  PORT: intFrom(0, 65535, 8080),
   /** PostgreSQL URL. Absent: the embedded PGlite database in DATA_DIR. */
-  DATABASE_URL: z.string().url().optional(),
+  DATABASE_URL: z.optional(z.url()),
   /** Where the embedded database keeps its files. Default: `.data/pglite`. */
-  DATA_DIR: z.string().min(1).default(".data/pglite"),
+  DATA_DIR: z._default(z.string().check(z.minLength(1)), ".data/pglite"),
   /** Bearer token of the management API and admin page. Absent: one is generated and printed. */
-  ADMIN_TOKEN: z.string().min(16, "use at least 16 characters").optional(),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ADMIN_TOKEN: z.optional(z.string().check(z.minLength(16, "use at least 16 characters"))),
+  LOG_LEVEL: z._default(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]), "info"),
   /** Largest event payload accepted, in bytes (outbound events and inbound bodies). Default: 256 KiB. */
-  MAX_PAYLOAD_BYTES: intFrom(1024, 10 * 1024 * 1024).default(256 * 1024),
+  MAX_PAYLOAD_BYTES: intFrom(1024, 10 * 1024 * 1024, 256 * 1024),
   /**
    * Destinations exempt from the SSRF policy: comma-separated hostnames, IPs or CIDRs
    * (e.g. `127.0.0.1,localhost` for a local demo). Default: none.
    */
-  ALLOWED_DESTINATIONS: z.string().default(""),
+  ALLOWED_DESTINATIONS: z._default(z.string(), ""),
   /** Outbound relay: most deliveries claimed per query. Default: 250 (measured in bench/outbound.ts). */
-  OUTBOUND_BATCH_SIZE: intFrom(1, 1000).default(250),
+  OUTBOUND_BATCH_SIZE: intFrom(1, 1000, 250),
   /** Outbound relay: most deliveries held at once (HTTP, then awaiting their write); bounds duplicates per crash. Default: 256. */
-  OUTBOUND_CONCURRENCY: intFrom(1, 1024).default(256),
+  OUTBOUND_CONCURRENCY: intFrom(1, 1024, 256),
   /** Outbound relay: lease length in seconds; must exceed OUTBOUND_TIMEOUT_MS. Default: 60. */
-  OUTBOUND_LEASE_SECONDS: intFrom(5, 3600).default(60),
+  OUTBOUND_LEASE_SECONDS: intFrom(5, 3600, 60),
   /** Outbound relay: backstop poll when no NOTIFY arrives, in ms. Default: 1000. */
-  OUTBOUND_POLL_INTERVAL_MS: intFrom(10, 60_000).default(1000),
+  OUTBOUND_POLL_INTERVAL_MS: intFrom(10, 60_000, 1000),
   /** Outbound: deadline of one delivery attempt, in ms. Default: 10000. */
-  OUTBOUND_TIMEOUT_MS: intFrom(100, 120_000).default(10_000),
+  OUTBOUND_TIMEOUT_MS: intFrom(100, 120_000, 10_000),
   /** Outbound: attempts per delivery before it becomes a dead letter (a subscription may override). Default: 12. */
-  OUTBOUND_MAX_ATTEMPTS: intFrom(1, 100).default(12),
+  OUTBOUND_MAX_ATTEMPTS: intFrom(1, 100, 12),
   /** Outbound: consecutive failures that mark an endpoint degraded / disabled. Default: 5 / 20. */
-  OUTBOUND_DEGRADE_AFTER: intFrom(1, 10_000).default(5),
-  OUTBOUND_DISABLE_AFTER: intFrom(1, 10_000).default(20),
+  OUTBOUND_DEGRADE_AFTER: intFrom(1, 10_000, 5),
+  OUTBOUND_DISABLE_AFTER: intFrom(1, 10_000, 20),
   /** Outbound: seconds between probes of a disabled endpoint. Default: 60. */
-  OUTBOUND_PROBE_INTERVAL_SECONDS: intFrom(1, 86_400).default(60),
+  OUTBOUND_PROBE_INTERVAL_SECONDS: intFrom(1, 86_400, 60),
   /** Inbound partners as JSON (see README), or PARTNERS_FILE pointing at such a file. */
-  PARTNERS: z.string().optional(),
-  PARTNERS_FILE: z.string().optional(),
+  PARTNERS: z.optional(z.string()),
+  PARTNERS_FILE: z.optional(z.string()),
   /** Inbox entries the processor claims per round. Default: 20. */
-  INBOX_BATCH_SIZE: intFrom(1, 1000).default(20),
+  INBOX_BATCH_SIZE: intFrom(1, 1000, 20),
   /** Seconds a processor's claim lasts before another may take the entry. Default: 60. */
-  INBOX_LEASE_SECONDS: intFrom(1, 3600).default(60),
+  INBOX_LEASE_SECONDS: intFrom(1, 3600, 60),
   /** Processor poll interval when idle, in ms (local ingest also wakes it). Default: 1000. */
-  INBOX_POLL_MS: intFrom(10, 60_000).default(1000),
+  INBOX_POLL_MS: intFrom(10, 60_000, 1000),
   /** Seconds to wait after the 1st, 2nd, … processing failure; one more quarantines. Default: 60,300,900. */
-  INBOX_RETRY_SCHEDULE: z
-    .string()
-    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "use comma-separated whole seconds, e.g. 60,300,900")
-    .default("60,300,900")
-    .transform((s) => s.split(",").map((x) => Number(x.trim()))),
+  INBOX_RETRY_SCHEDULE: z.pipe(
+    z._default(z.string().check(z.regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "use comma-separated whole seconds, e.g. 60,300,900")), "60,300,900"),
+    z.transform((s: string) => s.split(",").map((x) => Number(x.trim()))),
+  ),
   /** Seconds before a deferred entry is looked at again (sooner when its entity changes). Default: 30. */
-  INBOX_DEFER_DELAY_SECONDS: intFrom(1, 86_400).default(30),
+  INBOX_DEFER_DELAY_SECONDS: intFrom(1, 86_400, 30),
   /** Seconds an entry may stay deferred, from its first deferral, before quarantine. Default: 3600. */
-  INBOX_DEFER_DEADLINE_SECONDS: intFrom(1, 30 * 86_400).default(3600),
+  INBOX_DEFER_DEADLINE_SECONDS: intFrom(1, 30 * 86_400, 3600),
   /** Where a new dead letter or quarantined entry is announced (signed, via our own outbox). */
-  ALERT_WEBHOOK_URL: z.string().url().optional(),
+  ALERT_WEBHOOK_URL: z.optional(z.url()),
   /** Signing secret (`whsec_…`) of the alert subscription, so the receiver can verify alerts. Absent: generated, not retrievable. */
-  ALERT_WEBHOOK_SECRET: z.string().regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, "use whsec_ followed by base64 (e.g. from `webhooks subscriptions create`)").optional(),
+  ALERT_WEBHOOK_SECRET: z.optional(z.string().check(z.regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, "use whsec_ followed by base64 (e.g. from `webhooks subscriptions create`)"))),
 });
 
 export type Config = z.infer<typeof schema> & { ADMIN_TOKEN: string; adminTokenGenerated: boolean };
@@ -79,7 +79,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[key];
     if (value !== undefined && value !== "") picked[key] = value;
   }
-  const parsed = schema.safeParse(picked);
+  const parsed = safeParse(schema, picked);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `- ${i.path.join(".")}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])])})`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}\nFix these environment variables and start again.`);

@@ -5,6 +5,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from "aws-lambda";
 import { acceptWebhook } from "../../shared/cloud/acceptWebhook.js";
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
+import { queueAndClaimChecks } from "./clients.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
 type ProxyEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
@@ -42,4 +43,4 @@ export async function handleIngest(runtime: AwsRuntime, event: ProxyEvent): Prom
   return { statusCode: answer.status, headers: answer.headers, body: JSON.stringify(answer.body) };
 }
 
-export const handler = (event: ProxyEvent): Promise<APIGatewayProxyResult> => handleIngest(awsRuntime(), event);
+export const handler = (event: ProxyEvent): Promise<APIGatewayProxyResult> => handleIngest(awsRuntime(queueAndClaimChecks), event);

@@ -9,6 +9,7 @@ import { processInbound, type Verdict } from "../../shared/cloud/processInbound.
 import type { ReceivedMessage } from "../../shared/queue/port.js";
 import { handleSqsEvent } from "../../shared/queue/triggers/sqs.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
+import { queueAndClaimChecks } from "./clients.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
 /** A record that must come back later: SQS redelivers what the batch response lists. */
@@ -49,4 +50,4 @@ export async function handleProcessor(runtime: AwsRuntime, event: SQSEvent): Pro
   });
 }
 
-export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => handleProcessor(awsRuntime(), event);
+export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => handleProcessor(awsRuntime(queueAndClaimChecks), event);

@@ -1,10 +1,11 @@
 /**
  * What the AWS functions share, built once per cold start and reused across invocations:
  * settings (validated, naming what is missing), the partners and database credentials from
- * Secrets Manager (Powertools Parameters, cached), a small pg pool, the SQS queue pair and the
- * S3 claim-check store. Only what a function asks for is built.
+ * Secrets Manager (Powertools Parameters, cached) and a small pg pool. The SQS queue pair and the
+ * S3 claim-check store come from `clients.ts`, wired in only by the functions that use them, so
+ * the relay's bundle carries no SQS or S3 client. Only what a function asks for is built.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { loadConfig } from "../../shared/config.js";
 import { migrate } from "../../shared/db/migrate.js";
 import { openPostgres } from "../../shared/db/postgres.js";
@@ -17,23 +18,23 @@ import { poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
-  WEBHOOKS_QUEUE_URL: z.string().url(),
-  WEBHOOKS_DEAD_LETTER_QUEUE_URL: z.string().url().optional(),
+  WEBHOOKS_QUEUE_URL: z.url(),
+  WEBHOOKS_DEAD_LETTER_QUEUE_URL: z.optional(z.url()),
   /** Secrets Manager secret holding the partners JSON (docs/inbound-partners.md). */
-  WEBHOOKS_PARTNER_SECRETS_ARN: z.string().min(1).optional(),
+  WEBHOOKS_PARTNER_SECRETS_ARN: z.optional(z.string().check(z.minLength(1))),
   /** Or the partners JSON itself (tests; never a production secret in plain environment). */
-  WEBHOOKS_PARTNERS: z.string().min(2).optional(),
-  WEBHOOKS_CLAIM_CHECK_BUCKET: z.string().min(3).optional(),
-  WEBHOOKS_DATABASE_HOST: z.string().min(1).optional(),
-  WEBHOOKS_DATABASE_PORT: z.coerce.number().int().min(1).max(65535).default(5432),
-  WEBHOOKS_DATABASE_NAME: z.string().min(1).default("webhooks"),
+  WEBHOOKS_PARTNERS: z.optional(z.string().check(z.minLength(2))),
+  WEBHOOKS_CLAIM_CHECK_BUCKET: z.optional(z.string().check(z.minLength(3))),
+  WEBHOOKS_DATABASE_HOST: z.optional(z.string().check(z.minLength(1))),
+  WEBHOOKS_DATABASE_PORT: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(65535)), 5432),
+  WEBHOOKS_DATABASE_NAME: z._default(z.string().check(z.minLength(1)), "webhooks"),
   /** The Aurora-managed master secret ({"username","password"}). */
-  WEBHOOKS_DATABASE_SECRET_ARN: z.string().min(1).optional(),
+  WEBHOOKS_DATABASE_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   /** Or a full URL (tests, or a database outside the stack). */
-  WEBHOOKS_DATABASE_URL: z.string().min(1).optional(),
-  WEBHOOKS_DATABASE_SSL: z.enum(["verify-full", "require", "disable"]).default("verify-full"),
+  WEBHOOKS_DATABASE_URL: z.optional(z.string().check(z.minLength(1))),
+  WEBHOOKS_DATABASE_SSL: z._default(z.enum(["verify-full", "require", "disable"]), "verify-full"),
   WEBHOOKS_DB_POOL_MAX: poolSize,
-  WEBHOOKS_VERIFY_IN_PROCESSOR: z.enum(["true", "false"]).default("false"),
+  WEBHOOKS_VERIFY_IN_PROCESSOR: z._default(z.enum(["true", "false"]), "false"),
 };
 
 export type AwsSettings = ReturnType<typeof readAwsSettings>;
@@ -50,6 +51,15 @@ async function secretString(arn: string): Promise<string> {
   return value;
 }
 
+/**
+ * The SDK clients a function uses, passed by its entry module (`clients.ts` has them): a module
+ * the runtime imported itself would land in every function's bundle.
+ */
+export interface AwsClients {
+  queue?: (settings: AwsSettings) => Promise<QueueAdapter>;
+  objectStore?: (settings: AwsSettings) => Promise<ObjectStore | undefined>;
+}
+
 export interface AwsRuntime {
   settings: AwsSettings;
   logger: Logger;
@@ -61,7 +71,7 @@ export interface AwsRuntime {
   tuning: ReturnType<typeof loadConfig>;
 }
 
-export function createAwsRuntime(env: Record<string, string | undefined> = process.env): AwsRuntime {
+export function createAwsRuntime(env: Record<string, string | undefined> = process.env, clients: AwsClients = {}): AwsRuntime {
   const settings = readAwsSettings(env);
   const tuning = loadConfig(env);
   const logger = createLogger({ name: "webhooks-aws", level: tuning.LOG_LEVEL });
@@ -95,23 +105,16 @@ export function createAwsRuntime(env: Record<string, string | undefined> = proce
       return db;
     }),
     queue: once(async () => {
-      const { createSqsQueue } = await import("../../shared/queue/sqs.js");
-      return createSqsQueue({
-        queueUrl: settings.WEBHOOKS_QUEUE_URL,
-        deadLetterQueueUrl: settings.WEBHOOKS_DEAD_LETTER_QUEUE_URL ?? "",
-      });
+      if (!clients.queue) throw new Error("This function was built without an SQS client; pass one to createAwsRuntime (functions/aws/clients.ts).");
+      return clients.queue(settings);
     }),
-    objectStore: once(async () => {
-      if (!settings.WEBHOOKS_CLAIM_CHECK_BUCKET) return undefined;
-      const { createS3Store } = await import("../../shared/objectStore/s3.js");
-      return createS3Store({ bucket: settings.WEBHOOKS_CLAIM_CHECK_BUCKET });
-    }),
+    objectStore: once(async () => (clients.objectStore ? clients.objectStore(settings) : undefined)),
   };
 }
 
 let shared: AwsRuntime | undefined;
-/** The runtime of this Lambda instance (created at the first invocation). */
-export function awsRuntime(): AwsRuntime {
-  shared ??= createAwsRuntime();
+/** The runtime of this Lambda instance (created at the first invocation), with the function's clients. */
+export function awsRuntime(clients: AwsClients = {}): AwsRuntime {
+  shared ??= createAwsRuntime(process.env, clients);
   return shared;
 }

@@ -2,12 +2,10 @@
  * The Azure Functions (v4 programming model) handlers, apart from their registration so tests can
  * call them with a real `HttpRequest` / `InvocationContext`. Translate, call the core, translate back.
  */
-import type { HttpRequest, HttpResponseInit, InvocationContext, Timer } from "@azure/functions";
+import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
 import { acceptWebhook } from "../../shared/cloud/acceptWebhook.js";
-import { drainOutbox, type DrainSummary } from "../../shared/cloud/drainOutbox.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
 import { processInbound } from "../../shared/cloud/processInbound.js";
-import { relayFor } from "../../shared/cloud/relay.js";
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
 import { fromServiceBusTrigger } from "../../shared/queue/triggers/serviceBus.js";
 import type { AzureRuntime } from "./runtime.js";
@@ -66,16 +64,5 @@ export async function processServiceBusMessage(runtime: AzureRuntime, message: u
   }
 }
 
-/** Timer trigger: drain until `budgetSeconds` is nearly spent. */
-export async function relayTimer(runtime: AzureRuntime, _timer: Timer, budgetSeconds = runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS): Promise<DrainSummary> {
-  const deadline = Date.now() + budgetSeconds * 1000;
-  const db = await runtime.database();
-  const { relay, close } = relayFor(db, runtime.tuning, runtime.logger);
-  try {
-    const summary = await drainOutbox({ relay, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
-    runtime.logger.info(summary, "relay run finished");
-    return summary;
-  } finally {
-    await close();
-  }
-}
+// The relay's handler lives in its own module so the relay's bundle never reaches Service Bus code.
+export { relayTimer } from "./relayTimer.js";

@@ -1,9 +1,10 @@
 import { app, type HttpRequest } from "@azure/functions";
 import { ingestHttp } from "./handlers.js";
+import { queueAndClaimChecks } from "./connections.js";
 import { azureRuntime } from "./runtime.js";
 
 /** The registered handler, exported too so the bundle can be driven outside the host (bench/functions.ts). */
-export const handler = (request: HttpRequest) => ingestHttp(azureRuntime(), request);
+export const handler = (request: HttpRequest) => ingestHttp(azureRuntime(queueAndClaimChecks), request);
 
 app.http("ingest", {
   methods: ["POST"],

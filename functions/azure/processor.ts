@@ -1,9 +1,10 @@
 import { app, type InvocationContext } from "@azure/functions";
 import { processServiceBusMessage } from "./handlers.js";
+import { queueAndClaimChecks } from "./connections.js";
 import { azureRuntime } from "./runtime.js";
 
 /** The registered handler, exported too so the bundle can be driven outside the host (bench/functions.ts). */
-export const handler = (message: unknown, context: InvocationContext) => processServiceBusMessage(azureRuntime(), message, context);
+export const handler = (message: unknown, context: InvocationContext) => processServiceBusMessage(azureRuntime(queueAndClaimChecks), message, context);
 
 app.serviceBusQueue("processor", {
   connection: "ServiceBusConnection",

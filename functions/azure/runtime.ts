@@ -1,9 +1,11 @@
 /**
  * What the Azure functions share, built once per instance: settings (Key Vault references are
- * resolved into app settings by the platform before the code runs), a small pg pool, the Service
- * Bus queue (managed identity) and the Blob claim-check store.
+ * resolved into app settings by the platform before the code runs), a small pg pool, and, for the
+ * functions that use them, the Service Bus queue and the Blob claim-check store. Those two are
+ * `AzureConnectors` the registration module passes in (functions/azure/connections.ts): a bundle
+ * carries only the clients its function can reach, so the relay carries neither.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { loadConfig } from "../../shared/config.js";
 import { migrate } from "../../shared/db/migrate.js";
 import { openPostgres } from "../../shared/db/postgres.js";
@@ -16,20 +18,22 @@ import { poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
-  WEBHOOKS_QUEUE_NAME: z.string().min(1),
+  WEBHOOKS_QUEUE_NAME: z.string().check(z.minLength(1)),
   /** Managed-identity connection (local auth is off on the namespace)… */
-  ServiceBusConnection__fullyQualifiedNamespace: z.string().min(1).optional(),
-  ServiceBusConnection__clientId: z.string().min(1).optional(),
+  ServiceBusConnection__fullyQualifiedNamespace: z.optional(z.string().check(z.minLength(1))),
+  ServiceBusConnection__clientId: z.optional(z.string().check(z.minLength(1))),
   /** …or a connection string (the test peer). */
-  ServiceBusConnection: z.string().min(1).optional(),
-  PARTNERS: z.string().min(2).optional(),
-  DATABASE_URL: z.string().min(1).optional(),
-  WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: z.string().url().optional(),
-  WEBHOOKS_CLAIM_CHECK_CONTAINER: z.string().min(3).default("claim-checks"),
-  WEBHOOKS_CLAIM_CHECK_CONNECTION: z.string().min(1).optional(),
+  ServiceBusConnection: z.optional(z.string().check(z.minLength(1))),
+  PARTNERS: z.optional(z.string().check(z.minLength(2))),
+  DATABASE_URL: z.optional(z.string().check(z.minLength(1))),
+  WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: z.optional(z.url()),
+  WEBHOOKS_CLAIM_CHECK_CONTAINER: z._default(z.string().check(z.minLength(3)), "claim-checks"),
+  WEBHOOKS_CLAIM_CHECK_CONNECTION: z.optional(z.string().check(z.minLength(1))),
+  /** The user-assigned managed identity for Blob Storage (the stack sets it); absent: ServiceBusConnection__clientId. */
+  AZURE_CLIENT_ID: z.optional(z.string().check(z.minLength(1))),
   WEBHOOKS_DB_POOL_MAX: poolSize,
   /** Seconds the relay timer may run (the function timeout minus a margin). Default: 240. */
-  WEBHOOKS_RELAY_BUDGET_SECONDS: z.coerce.number().int().min(10).max(3600).default(240),
+  WEBHOOKS_RELAY_BUDGET_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(10), z.lte(3600)), 240),
 };
 
 export type AzureSettings = ReturnType<typeof readAzureSettings>;
@@ -47,7 +51,13 @@ export interface AzureRuntime {
   objectStore(): Promise<ObjectStore | undefined>;
 }
 
-export function createAzureRuntime(env: Record<string, string | undefined> = process.env): AzureRuntime {
+/** How a function opens the clients it uses; a function that never sends passes neither. */
+export interface AzureConnectors {
+  queue?: (settings: AzureSettings) => Promise<QueueAdapter>;
+  objectStore?: (settings: AzureSettings) => Promise<ObjectStore | undefined>;
+}
+
+export function createAzureRuntime(env: Record<string, string | undefined> = process.env, connectors: AzureConnectors = {}): AzureRuntime {
   const settings = readAzureSettings(env);
   const tuning = loadConfig(env);
   return {
@@ -65,29 +75,16 @@ export function createAzureRuntime(env: Record<string, string | undefined> = pro
       return db;
     }),
     queue: once(async () => {
-      const { createServiceBusQueue } = await import("../../shared/queue/serviceBus.js");
-      if (settings.ServiceBusConnection) return createServiceBusQueue({ connectionString: settings.ServiceBusConnection, queueName: settings.WEBHOOKS_QUEUE_NAME });
-      if (!settings.ServiceBusConnection__fullyQualifiedNamespace) throw new Error("Set ServiceBusConnection__fullyQualifiedNamespace (or ServiceBusConnection).");
-      return createServiceBusQueue({
-        fullyQualifiedNamespace: settings.ServiceBusConnection__fullyQualifiedNamespace,
-        managedIdentityClientId: settings.ServiceBusConnection__clientId,
-        queueName: settings.WEBHOOKS_QUEUE_NAME,
-      });
+      if (!connectors.queue) throw new Error("This function was built without a Service Bus client; it cannot send.");
+      return connectors.queue(settings);
     }),
-    objectStore: once(async () => {
-      if (!settings.WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL && !settings.WEBHOOKS_CLAIM_CHECK_CONNECTION) return undefined;
-      const { createAzureBlobStore } = await import("../../shared/objectStore/azureBlob.js");
-      return createAzureBlobStore({
-        container: settings.WEBHOOKS_CLAIM_CHECK_CONTAINER,
-        accountUrl: settings.WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL,
-        connectionString: settings.WEBHOOKS_CLAIM_CHECK_CONNECTION,
-      });
-    }),
+    objectStore: once(async () => (connectors.objectStore ? connectors.objectStore(settings) : undefined)),
   };
 }
 
 let shared: AzureRuntime | undefined;
-export function azureRuntime(): AzureRuntime {
-  shared ??= createAzureRuntime();
+/** The instance's runtime, made on first use with the function's connectors. */
+export function azureRuntime(connectors: AzureConnectors = {}): AzureRuntime {
+  shared ??= createAzureRuntime(process.env, connectors);
   return shared;
 }

@@ -1,34 +1,37 @@
 /**
  * What the GCP functions share, built once per instance: settings (Secret Manager secrets arrive
  * as environment variables, mounted by the stack), a small pg pool, the Pub/Sub topic and the
- * Cloud Storage claim-check store.
+ * Cloud Storage claim-check store. Both speak Google's REST APIs (`node:http`, a token from the
+ * metadata server): no Google client library is bundled or installed, only the Functions
+ * Framework.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { loadConfig } from "../../shared/config.js";
 import { migrate } from "../../shared/db/migrate.js";
 import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/index.js";
+import { createGcsStore } from "../../shared/objectStore/gcs.js";
 import type { ObjectStore } from "../../shared/objectStore/port.js";
-import type { QueueAdapter } from "../../shared/queue/port.js";
+import { createPubSubPublisher, type PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
+import { metadataAccessToken } from "../../shared/cloud/googleAccessToken.js";
 import { once } from "../../shared/cloud/once.js";
 import { poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
-  GOOGLE_CLOUD_PROJECT: z.string().min(1),
-  WEBHOOKS_TOPIC: z.string().min(1),
-  PARTNERS: z.string().min(2).optional(),
-  DATABASE_URL: z.string().min(1).optional(),
-  WEBHOOKS_CLAIM_CHECK_BUCKET: z.string().min(3).optional(),
-  /**
-   * A Cloud Storage JSON API endpoint other than Google's (a local test peer). Not
-   * STORAGE_EMULATOR_HOST: the client library reads that itself as a full base URL.
-   */
-  WEBHOOKS_STORAGE_API_ENDPOINT: z.string().url().optional(),
+  GOOGLE_CLOUD_PROJECT: z.string().check(z.minLength(1)),
+  WEBHOOKS_TOPIC: z.string().check(z.minLength(1)),
+  PARTNERS: z.optional(z.string().check(z.minLength(2))),
+  DATABASE_URL: z.optional(z.string().check(z.minLength(1))),
+  WEBHOOKS_CLAIM_CHECK_BUCKET: z.optional(z.string().check(z.minLength(3))),
+  /** A Cloud Storage JSON API root other than Google's (a local test peer); requests to it carry no token. */
+  WEBHOOKS_STORAGE_API_ENDPOINT: z.optional(z.url()),
+  /** host:port of the Pub/Sub emulator (tests, local runs): publishes go there, unauthenticated. */
+  PUBSUB_EMULATOR_HOST: z.optional(z.string().check(z.minLength(3))),
   WEBHOOKS_DB_POOL_MAX: poolSize,
   /** Seconds the relay may run (its timeout minus a margin). Default: 240. */
-  WEBHOOKS_RELAY_BUDGET_SECONDS: z.coerce.number().int().min(10).max(3600).default(240),
+  WEBHOOKS_RELAY_BUDGET_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(10), z.lte(3600)), 240),
 };
 
 export type GcpSettings = ReturnType<typeof readGcpSettings>;
@@ -42,13 +45,15 @@ export interface GcpRuntime {
   tuning: ReturnType<typeof loadConfig>;
   partners(): Promise<ReadonlyMap<string, PartnerConfig>>;
   database(): Promise<Database>;
-  topic(): Promise<Pick<QueueAdapter, "send" | "limits">>;
+  topic(): Promise<PubSubPublisher>;
   objectStore(): Promise<ObjectStore | undefined>;
 }
 
 export function createGcpRuntime(env: Record<string, string | undefined> = process.env): GcpRuntime {
   const settings = readGcpSettings(env);
   const tuning = loadConfig(env);
+  // One token for Pub/Sub and Cloud Storage, fetched on first use (not used with the emulator or a test endpoint).
+  const accessToken = metadataAccessToken();
   return {
     settings,
     logger: createLogger({ name: "webhooks-gcp", level: tuning.LOG_LEVEL }),
@@ -63,15 +68,17 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
       await migrate(db);
       return db;
     }),
-    topic: once(async () => {
-      const { createPubSubQueue } = await import("../../shared/queue/pubsub.js");
-      // Ingest only publishes; the subscriptions belong to the push processor and the DLQ reader.
-      return createPubSubQueue({ projectId: settings.GOOGLE_CLOUD_PROJECT, topic: settings.WEBHOOKS_TOPIC, subscription: "-", deadLetterTopic: "-", deadLetterSubscription: "-" });
-    }),
+    // Ingest only publishes (REST); the subscriptions belong to the push processor and the DLQ reader.
+    topic: once(async () => createPubSubPublisher({
+      projectId: settings.GOOGLE_CLOUD_PROJECT,
+      topic: settings.WEBHOOKS_TOPIC,
+      emulatorHost: settings.PUBSUB_EMULATOR_HOST ?? "",
+      accessToken,
+    })),
     objectStore: once(async () => {
       if (!settings.WEBHOOKS_CLAIM_CHECK_BUCKET) return undefined;
-      const { createGcsStore } = await import("../../shared/objectStore/gcs.js");
-      return createGcsStore({ bucket: settings.WEBHOOKS_CLAIM_CHECK_BUCKET, apiEndpoint: settings.WEBHOOKS_STORAGE_API_ENDPOINT });
+      const endpoint = settings.WEBHOOKS_STORAGE_API_ENDPOINT;
+      return createGcsStore({ bucket: settings.WEBHOOKS_CLAIM_CHECK_BUCKET, ...(endpoint ? { apiEndpoint: endpoint } : { accessToken }) });
     }),
   };
 }

@@ -4,22 +4,23 @@
  * claim-check reference to object storage. A message that is not this shape is malformed: the
  * processor dead-letters it with the reason, it never drops it.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
+import { safeParse } from "../safeParse.js";
 import { MalformedMessageError, type MessageAttributes, type OutgoingMessage, type ReceivedMessage } from "../queue/port.js";
 
 export const INBOUND_MESSAGE_VERSION = 1;
 
 const schema = z.object({
   v: z.literal(INBOUND_MESSAGE_VERSION),
-  partner: z.string().min(1).max(64),
-  eventId: z.string().min(1).max(255),
-  eventType: z.string().max(255).nullable(),
-  receivedAt: z.string().datetime({ offset: true }),
-  payloadBase64: z.string().optional(),
-  claimCheck: z.string().min(1).optional(),
-}).refine((m) => (m.payloadBase64 === undefined) !== (m.claimCheck === undefined), {
+  partner: z.string().check(z.minLength(1), z.maxLength(64)),
+  eventId: z.string().check(z.minLength(1), z.maxLength(255)),
+  eventType: z.nullable(z.string().check(z.maxLength(255))),
+  receivedAt: z.iso.datetime({ offset: true }),
+  payloadBase64: z.optional(z.string()),
+  claimCheck: z.optional(z.string().check(z.minLength(1))),
+}).check(z.refine((m) => (m.payloadBase64 === undefined) !== (m.claimCheck === undefined), {
   message: "exactly one of payloadBase64 and claimCheck is required",
-});
+}));
 
 export type InboundMessage = z.infer<typeof schema>;
 
@@ -68,7 +69,7 @@ export function decodeInboundMessage(message: Pick<ReceivedMessage, "id" | "body
   } catch {
     throw new MalformedMessageError(`Message ${message.id} is not JSON; it cannot be an inbound webhook.`);
   }
-  const result = schema.safeParse(parsed);
+  const result = safeParse(schema, parsed);
   if (!result.success) {
     const detail = result.error.issues.map((i) => `${i.path.join(".") || "(message)"}: ${i.message}`).join("; ");
     throw new MalformedMessageError(`Message ${message.id} is not an inbound webhook message: ${detail}`);

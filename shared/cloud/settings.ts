@@ -4,7 +4,8 @@
  * secrets on GCP; on AWS the function reads Secrets Manager itself, see functions/aws/runtime.ts).
  * A missing or bad setting stops the cold start with a message naming it.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
+import { safeParse } from "../safeParse.js";
 
 export class FunctionConfigError extends Error {
   override name = "FunctionConfigError";
@@ -14,13 +15,13 @@ export class FunctionConfigError extends Error {
  * Validates `env` against `shape`; throws FunctionConfigError naming every missing or bad
  * variable and what it should hold.
  */
-export function readSettings<T extends z.ZodRawShape>(shape: T, env: Record<string, string | undefined>, where: string): z.infer<z.ZodObject<T>> {
+export function readSettings<T extends z.core.$ZodShape>(shape: T, env: Record<string, string | undefined>, where: string): z.infer<z.ZodMiniObject<T>> {
   const picked: Record<string, string> = {};
   for (const key of Object.keys(shape)) {
     const value = env[key];
     if (value !== undefined && value !== "") picked[key] = value;
   }
-  const parsed = z.object(shape).safeParse(picked);
+  const parsed = safeParse(z.object(shape), picked);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
       const name = String(i.path[0]);
@@ -31,4 +32,4 @@ export function readSettings<T extends z.ZodRawShape>(shape: T, env: Record<stri
   return parsed.data;
 }
 
-export const poolSize = z.coerce.number().int().min(1).max(20).default(2);
+export const poolSize = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(20)), 2);

@@ -3,7 +3,7 @@
  * exactly when the caller's business change commits; a rollback leaves nothing to send, ever.
  */
 import { randomBytes } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { Queryable } from "../db/port.js";
 import { EventConflictError, OutboundValidationError, PayloadTooLargeError } from "./errors.js";
 import { eventTypeProblem } from "./eventTypes.js";
@@ -44,16 +44,15 @@ export interface EnqueueOptions {
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 
 const eventSchema = z.strictObject({
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]{1,200}$/, "must be 1 to 200 letters, digits, _, - or . (no ':', it separates the delivery id)")
-    .optional(),
-  type: z.string().superRefine((t, ctx) => {
+  id: z.optional(
+    z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,200}$/, "must be 1 to 200 letters, digits, _, - or . (no ':', it separates the delivery id)")),
+  ),
+  type: z.string().check(z.superRefine((t, ctx) => {
     const problem = eventTypeProblem(t);
     if (problem) ctx.addIssue({ code: "custom", message: problem });
-  }),
-  data: z.unknown().optional(), // required, checked below with a clearer message than zod's
-  occurredAt: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
+  })),
+  data: z.optional(z.unknown()), // required, checked below with a clearer message than zod's
+  occurredAt: z.optional(z.union([z.date(), z.iso.datetime({ offset: true })])),
 });
 
 /** The path of the first value JSON cannot carry faithfully, or null. */

@@ -2,7 +2,7 @@
  * Subscriptions: an endpoint URL, the event types it wants, its signing secrets and its health.
  */
 import { randomBytes } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { Queryable } from "../db/port.js";
 import type { DestinationPolicy } from "./destinationPolicy.js";
 import { NotFoundError, OutboundValidationError } from "./errors.js";
@@ -39,10 +39,9 @@ export interface Subscription {
   updatedAt: Date;
 }
 
-const urlSchema = z
-  .string()
-  .max(2048, "must have at most 2048 characters")
-  .superRefine((value, ctx) => {
+const urlSchema = z.string().check(
+  z.maxLength(2048, "must have at most 2048 characters"),
+  z.superRefine((value, ctx) => {
     let url: URL;
     try {
       url = new URL(value);
@@ -53,25 +52,30 @@ const urlSchema = z
     if (url.protocol !== "https:" && url.protocol !== "http:") ctx.addIssue({ code: "custom", message: "must use https (or http)" });
     if (url.username || url.password) ctx.addIssue({ code: "custom", message: "must not carry credentials; receivers verify our signature instead" });
     if (url.hash) ctx.addIssue({ code: "custom", message: "must not have a #fragment" });
-  });
+  }),
+);
 
 /** What `createSubscription` accepts. */
 export const subscriptionInputSchema = z.strictObject({
   url: urlSchema,
   eventTypes: z
-    .array(z.string().superRefine((p, ctx) => {
+    .array(z.string().check(z.superRefine((p, ctx) => {
       const problem = eventPatternProblem(p);
       if (problem) ctx.addIssue({ code: "custom", message: problem });
-    }))
-    .min(1, "list at least one event type or pattern (e.g. [\"order.*\"])")
-    .max(100, "at most 100 patterns"),
-  secrets: z
-    .array(z.string().refine(isValidSecret, "must be whsec_ followed by the base64 of 24 to 64 bytes (omit secrets to have one generated)"))
-    .min(1, "give at least one secret, or omit the field to have one generated")
-    .max(5, "at most 5 secrets at once (rotation keeps two)")
-    .optional(),
-  description: z.string().max(500).optional(),
-  maxAttempts: z.number().int().min(1).max(100).optional(),
+    })))
+    .check(
+      z.minLength(1, "list at least one event type or pattern (e.g. [\"order.*\"])"),
+      z.maxLength(100, "at most 100 patterns"),
+    ),
+  secrets: z.optional(
+    z.array(z.string().check(z.refine(isValidSecret, "must be whsec_ followed by the base64 of 24 to 64 bytes (omit secrets to have one generated)")))
+      .check(
+        z.minLength(1, "give at least one secret, or omit the field to have one generated"),
+        z.maxLength(5, "at most 5 secrets at once (rotation keeps two)"),
+      ),
+  ),
+  description: z.optional(z.string().check(z.maxLength(500))),
+  maxAttempts: z.optional(z.number().check(z.int(), z.gte(1), z.lte(100))),
 });
 
 export type SubscriptionInput = z.input<typeof subscriptionInputSchema>;
@@ -184,7 +188,8 @@ export async function enableSubscription(q: Queryable, id: string): Promise<Subs
   // Deliveries waited while it was disabled: make them due now rather than at their old backoff.
   await q.query(
     `UPDATE outbound_deliveries SET next_attempt_at = now(), updated_at = now()
-     WHERE subscription_id = $1 AND status = 'pending' AND lease_token IS NULL AND next_attempt_at > now()`,
+     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > now()
+       AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
     [id],
   );
   await q.query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL]);

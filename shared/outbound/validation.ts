@@ -1,5 +1,6 @@
 /** Turns zod results into our typed validation error, so every boundary answers the same way. */
-import type { z } from "zod";
+import type * as z from "zod/mini";
+import { safeParse } from "../safeParse.js";
 import { OutboundValidationError, type Issue } from "./errors.js";
 
 /** `a.b[2].c` from a zod path. */
@@ -13,8 +14,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /** Parses `input` with `schema`, or throws OutboundValidationError listing every issue. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(input);
+export function parseOrThrow<S extends z.core.$ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
+  const parsed = safeParse(schema, input);
   if (parsed.success) return parsed.data;
   const issues: Issue[] = parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
   const first = issues[0];

@@ -17,7 +17,8 @@ import type { ClientConfig, v1 } from "@google-cloud/pubsub";
 import type {
   DeadLetteredMessage, OutgoingMessage, QueueAdapter, QueueLimits, ReceiveOptions, ReceivedMessage, RetryOutcome,
 } from "./port.js";
-import { checkDelay, checkOutgoing, definedAttributes, InvalidReceiptError, MessageRejectedError, tooLong } from "./validate.js";
+import { checkPublishable } from "./pubsubPublisher.js";
+import { checkDelay, definedAttributes, InvalidReceiptError, tooLong } from "./validate.js";
 
 export interface PubSubQueueOptions {
   projectId: string;
@@ -40,6 +41,7 @@ export const REASON_ATTRIBUTE = "deadLetterReason";
 const SOURCE_DELIVERY_COUNT = "CloudPubSubDeadLetterSourceDeliveryCount";
 
 const MAX_ACK_DEADLINE = 600;
+/** Pub/Sub's limit on an attribute value (the dead-letter reason is cut to it). */
 const MAX_ATTRIBUTE_VALUE_BYTES = 1024;
 const DEADLINE_EXCEEDED = 4;
 
@@ -71,16 +73,7 @@ export async function createPubSubQueue(options: PubSubQueueOptions): Promise<Qu
   const label = `Pub/Sub topic ${topic}`;
   const limits: QueueLimits = { maxMessageBytes: 10_000_000, maxDelaySeconds: MAX_ACK_DEADLINE, maxVisibilitySeconds: MAX_ACK_DEADLINE };
 
-  function check(message: OutgoingMessage): void {
-    checkOutgoing(message, limits, label);
-    if ((message.delaySeconds ?? 0) > 0) {
-      throw new MessageRejectedError(`${label}: Pub/Sub cannot delay a publish (delaySeconds ${message.delaySeconds}); send it now and call retryAfter when it is received, or keep the schedule in the database`);
-    }
-    for (const [name, value] of Object.entries(definedAttributes(message.attributes))) {
-      if (Buffer.byteLength(value) > MAX_ATTRIBUTE_VALUE_BYTES) throw new MessageRejectedError(`${label}: attribute ${name} is over Pub/Sub's ${MAX_ATTRIBUTE_VALUE_BYTES}-byte value limit`);
-      if (name.toLowerCase().startsWith("goog")) throw new MessageRejectedError(`${label}: attribute names starting with "goog" are reserved by Pub/Sub (${name})`);
-    }
-  }
+  const check = (message: OutgoingMessage) => checkPublishable(message, limits, label);
 
   async function publish(to: string, messages: OutgoingMessage[]): Promise<string[]> {
     if (messages.length === 0) return [];

@@ -13,6 +13,7 @@ import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { handleIngest } from "../../functions/aws/ingest.js";
 import { handleProcessor } from "../../functions/aws/processor.js";
+import { queueAndClaimChecks } from "../../functions/aws/clients.js";
 import { createAwsRuntime, type AwsRuntime } from "../../functions/aws/runtime.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
@@ -85,7 +86,7 @@ beforeAll(async () => {
     MAX_PAYLOAD_BYTES: String(1024 * 1024),
     INBOX_DEFER_DELAY_SECONDS: "1",
     LOG_LEVEL: "silent",
-  });
+  }, queueAndClaimChecks);
 }, 60_000);
 
 afterAll(async () => {

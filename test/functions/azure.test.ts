@@ -1,7 +1,8 @@
 /**
  * The Azure functions (v4 programming model), invoked locally with `@azure/functions`' real
  * `HttpRequest` and `InvocationContext` objects against real PostgreSQL, the Service Bus AMQP test
- * peer (through the real `@azure/service-bus` client) and Azurite for the Blob claim-check. The
+ * peer (through the real `@azure/service-bus` client) and Azurite for the Blob claim-check (our
+ * REST client, Shared Key). The
  * Functions host's Service Bus trigger is played by test/support/serviceBusTriggerHost.ts (a
  * stand-in); everything else is the code that ships.
  */
@@ -10,6 +11,7 @@ import { HttpRequest, type Timer } from "@azure/functions";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { ServiceBusClient, type ServiceBusReceiver } from "@azure/service-bus";
 import { ingestHttp, processServiceBusMessage, relayTimer } from "../../functions/azure/handlers.js";
+import { queueAndClaimChecks } from "../../functions/azure/connections.js";
 import { createAzureRuntime, type AzureRuntime } from "../../functions/azure/runtime.js";
 import { createSubscription, enqueue } from "../../shared/outbound/index.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
@@ -76,7 +78,7 @@ beforeAll(async () => {
     INBOX_DEFER_DELAY_SECONDS: "1",
     ALLOWED_DESTINATIONS: "127.0.0.1",
     LOG_LEVEL: "silent",
-  });
+  }, queueAndClaimChecks);
 }, 60_000);
 
 afterAll(async () => {
@@ -209,5 +211,11 @@ describe("Azure relay timer", () => {
 describe("Azure cold start", () => {
   it("names every missing setting", () => {
     expect(() => createAzureRuntime({})).toThrow(/WEBHOOKS_QUEUE_NAME is not set/);
+  });
+
+  it("the relay's runtime (no connectors) has no queue and no claim-check store", async () => {
+    const relayRuntime = createAzureRuntime({ WEBHOOKS_QUEUE_NAME: QUEUE, WEBHOOKS_CLAIM_CHECK_CONNECTION: "UseDevelopmentStorage=true" });
+    await expect(relayRuntime.queue()).rejects.toThrow(/built without a Service Bus client/);
+    expect(await relayRuntime.objectStore()).toBeUndefined();
   });
 });

@@ -9,13 +9,15 @@
  * the message to the dead-letter topic. (The emulator leaves `deliveryAttempt` out of its push
  * envelopes; Google Cloud sends it when a dead-letter policy is set.)
  */
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { http } from "@google-cloud/functions-framework";
 import { getTestServer } from "@google-cloud/functions-framework/testing";
 import "../../functions/gcp/ingest.js";
 import "../../functions/gcp/processor.js";
 import "../../functions/gcp/relay.js";
+import { ingestHttp } from "../../functions/gcp/handlers.js";
 import { createGcpRuntime, gcpRuntime } from "../../functions/gcp/runtime.js";
 import { createSubscription, enqueue } from "../../shared/outbound/index.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
@@ -33,7 +35,7 @@ const suffix = Date.now().toString(36);
 let skip: string | undefined;
 let gcs: GcsTestPeer;
 const servers: Server[] = [];
-const url: Record<"ingest" | "processor" | "relay", string> = { ingest: "", processor: "", relay: "" };
+const url: Record<"ingest" | "processor" | "relay" | "ingest-emulator-down", string> = { ingest: "", processor: "", relay: "", "ingest-emulator-down": "" };
 /** A pull subscription on the inbound topic: sees every message ingest publishes. */
 let tap: QueueAdapter;
 /** Reads the dead-letter topic of the push subscription. */
@@ -48,9 +50,18 @@ async function serve(name: keyof typeof url): Promise<void> {
   url[name] = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-async function ingest(partner: string, delivery: { headers: Record<string, string>; body: string }) {
-  const r = await fetch(`${url.ingest}/webhooks/${partner}`, { method: "POST", headers: delivery.headers, body: delivery.body });
-  return { status: r.status, body: await r.json() as Record<string, unknown> };
+async function ingest(partner: string, delivery: { headers: Record<string, string>; body: string }, via: "ingest" | "ingest-emulator-down" = "ingest") {
+  const r = await fetch(`${url[via]}/webhooks/${partner}`, { method: "POST", headers: delivery.headers, body: delivery.body });
+  return { status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() as Record<string, unknown> };
+}
+
+/** A port nothing listens on: Pub/Sub down. */
+async function deadHost(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `127.0.0.1:${port}`;
 }
 
 /** Creates the topics and the push subscription (with its dead-letter policy) on the emulator. */
@@ -105,6 +116,10 @@ beforeAll(async () => {
   await serve("ingest");
   await serve("processor");
   await serve("relay");
+  // The same ingest code with the publisher pointed at a port nothing listens on.
+  const down = createGcpRuntime({ ...process.env, PUBSUB_EMULATOR_HOST: await deadHost() });
+  http("ingest-emulator-down", (req, res) => ingestHttp(down, req, res));
+  await serve("ingest-emulator-down");
   removeTopics = await createPushTopology(topic, `${url.processor}/`);
   const reader = (subscription: string, dlq: string) => createPubSubQueue({ projectId: PUBSUB_PROJECT, topic, subscription, deadLetterTopic: dlq, deadLetterSubscription: `${topic}-dlq-reader` });
   tap = await reader(`${topic}-tap`, `${topic}-dlq`);
@@ -162,10 +177,10 @@ describe("GCP functions on the Pub/Sub emulator (push), the Cloud Storage test p
     expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("processed");
   });
 
-  it("a payload over Pub/Sub's 10 MB limit travels by claim-check through Cloud Storage", async (t) => {
+  it("a payload over what one REST publish carries (7.5 MB of message) travels by claim-check through Cloud Storage", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_big_${suffix}`;
-    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(8 * 1024 * 1024) });
+    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(6 * 1024 * 1024) });
     const answer = await ingest("shop", signedDelivery(eventId, body));
     expect(answer).toMatchObject({ status: 202, body: { claimCheck: true } });
     expect(gcs.objects.get(`${BUCKET}/inbound/shop/${eventId}`)?.length).toBe(Buffer.byteLength(body));
@@ -188,6 +203,22 @@ describe("GCP functions on the Pub/Sub emulator (push), the Cloud Storage test p
     const seen = await tap.receive({ visibilitySeconds: 30, waitSeconds: 3, max: 10 });
     expect(seen.map((m) => m.attributes.eventId)).toEqual([`evt_control_${suffix}`]);
     for (const m of seen) await tap.ack(m);
+  });
+
+  it("Pub/Sub down: ingest answers 503 with retry-after and stores nothing; the sender's retry is accepted and processed", async (t) => {
+    if (skip) return t.skip();
+    await drainTap();
+    const eventId = `evt_outage_${suffix}`;
+    const delivery = signedDelivery(eventId, orderEvent(`o-out-${suffix}`, "order.created"));
+    const refused = await ingest("shop", delivery, "ingest-emulator-down");
+    expect(refused).toMatchObject({ status: 503, retryAfter: expect.stringMatching(/^\d+$/), body: { error: { code: "queue_unavailable" } } });
+    expect(JSON.stringify(refused.body)).not.toMatch(/ECONNREFUSED|at .*\.ts/);
+    const db = await gcpRuntime().database();
+    expect(await inboxEntry(db, eventId)).toBeUndefined();
+    // The sender retries the same delivery; Pub/Sub answers again.
+    expect((await ingest("shop", delivery)).status).toBe(202);
+    await eventually("the retried event to be processed", async () => (await inboxEntry(db, eventId))?.status === "processed");
+    expect(await orderState(db, `o-out-${suffix}`)).toBe("created");
   });
 
   it("a processor failure answers 500, is redelivered by Pub/Sub and dead-lettered after max delivery attempts", async (t) => {

@@ -1,14 +1,15 @@
 /**
  * One claim-check contract, three stores: S3 on moto, Blob Storage on Azurite (Microsoft's own
- * emulator, run from node_modules), Cloud Storage on an in-process test peer (no emulator for it
+ * emulator, run from node_modules; our REST client is checked against the Azure SDK there too), Cloud Storage on an in-process test peer (no emulator for it
  * runs here; see test/support/gcsTestPeer.ts for what it models).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import { BlobServiceClient } from "@azure/storage-blob";
+import { AccountSASPermissions, BlobServiceClient, generateAccountSASQueryParameters, StorageSharedKeyCredential, type ContainerClient } from "@azure/storage-blob";
 import { ClaimCheckError, type ObjectStore } from "../../shared/objectStore/port.js";
 import { createS3Store } from "../../shared/objectStore/s3.js";
 import { createAzureBlobStore } from "../../shared/objectStore/azureBlob.js";
+import { parseStorageConnectionString } from "../../shared/objectStore/azureSharedKey.js";
 import { createGcsStore } from "../../shared/objectStore/gcs.js";
 import { startGcsTestPeer } from "../support/gcsTestPeer.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
@@ -57,8 +58,81 @@ claimCheckContract("Blob Storage on Azurite", async () => {
   return { store, foreignReference: "s3://elsewhere/key", cleanup: () => azurite!.stop() };
 });
 
+describe("Blob Storage REST client on Azurite: what only Azure has", () => {
+  let own: Azurite | undefined;
+  let container: ContainerClient | undefined;
+  beforeAll(async () => {
+    own = await startAzurite();
+    container = BlobServiceClient.fromConnectionString(own.connectionString).getContainerClient("claims");
+    await container.createIfNotExists();
+  }, 60_000);
+  afterAll(async () => { await own?.stop(); });
+  const store = (connectionString = own!.connectionString, name = "claims") => createAzureBlobStore({ container: name, connectionString });
+
+  it("writes the names and bytes the Azure SDK reads, and reads what the SDK wrote", async (t) => {
+    if (!container) return t.skip();
+    const keys = ["inbound/shop/evt%20a b", "inbound/shop/..", "inbound/./x", "inbound/é/?#&=+"];
+    for (const key of keys) await (await store()).put(key, Buffer.from(key), "application/json");
+    const names: string[] = [];
+    for await (const blob of container.listBlobsFlat({ prefix: "inbound/" })) names.push(blob.name);
+    // Dot-only segments would be resolved away in a URL path: they are kept as the text %2E.
+    expect(names.sort()).toEqual(["inbound/%2E/x", "inbound/shop/%2E%2E", "inbound/shop/evt%20a b", "inbound/é/?#&=+"].sort());
+    const sdkRead = await container.getBlockBlobClient("inbound/é/?#&=+").downloadToBuffer();
+    expect(sdkRead.toString()).toBe("inbound/é/?#&=+");
+    expect((await container.getBlockBlobClient("inbound/é/?#&=+").getProperties()).contentType).toBe("application/json");
+    // What the SDK store wrote before (a percent-encoded event id in the key) reads back.
+    const written = Buffer.from([0, 1, 2, 255, 254]);
+    await container.getBlockBlobClient("inbound/shop/evt%3A1").uploadData(written);
+    expect((await (await store()).get("azblob://claims/inbound/shop/evt%3A1")).equals(written)).toBe(true);
+  });
+
+  it("authenticates with a SAS from the connection string instead of a key", async (t) => {
+    if (!container) return t.skip();
+    const key = /AccountKey=([^;]+)/.exec(own!.connectionString)![1]!;
+    const sas = generateAccountSASQueryParameters({
+      expiresOn: new Date(Date.now() + 3_600_000), permissions: AccountSASPermissions.parse("rwc"),
+      services: "b", resourceTypes: "o",
+    }, new StorageSharedKeyCredential("devstoreaccount1", key)).toString();
+    const endpoint = /BlobEndpoint=([^;]+)/.exec(own!.connectionString)![1]!;
+    const viaSas = await store(`BlobEndpoint=${endpoint};SharedAccessSignature=${sas}`);
+    const reference = await viaSas.put("sas/evt", Buffer.from("signed by SAS"));
+    expect((await container.getBlockBlobClient("sas/evt").downloadToBuffer()).toString()).toBe("signed by SAS");
+    expect((await viaSas.get(reference)).toString()).toBe("signed by SAS");
+  });
+
+  it("a wrong account key is refused by the service, and the error says to check the key", async (t) => {
+    if (!container) return t.skip();
+    const wrongKey = own!.connectionString.replace(/AccountKey=[^;]+/, `AccountKey=${Buffer.alloc(64, 7).toString("base64")}`);
+    const error = await (await store(wrongKey)).put("probe", Buffer.from("x")).then(() => undefined, (e: unknown) => e as Error);
+    expect(error).toBeInstanceOf(ClaimCheckError);
+    expect(error?.message).toMatch(/^Put Blob claims\/probe: Blob Storage answered 403 .*Check the account key/);
+  });
+
+  it("a missing container is named with what to fix", async (t) => {
+    if (!container) return t.skip();
+    await expect((await store(undefined, "no-such-container")).put("k", Buffer.from("x"))).rejects.toThrow(/answered 404 ContainerNotFound .*WEBHOOKS_CLAIM_CHECK_CONTAINER/);
+  });
+
+  it("reads the connection string forms the portal, Azurite and a SAS give", () => {
+    const key = Buffer.alloc(64, 3).toString("base64"); // ends in "=": split on the first "=" only
+    expect(parseStorageConnectionString(`DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${key};EndpointSuffix=core.chinacloudapi.cn`))
+      .toEqual({ blobEndpoint: "https://acct.blob.core.chinacloudapi.cn", accountName: "acct", accountKey: key, sas: undefined });
+    expect(parseStorageConnectionString(`AccountName=acct;AccountKey=${key}`).blobEndpoint).toBe("https://acct.blob.core.windows.net");
+    expect(parseStorageConnectionString("UseDevelopmentStorage=true")).toMatchObject({ blobEndpoint: "http://127.0.0.1:10000/devstoreaccount1", accountName: "devstoreaccount1" });
+    expect(parseStorageConnectionString("BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=?sv=2022-11-02&sig=abc"))
+      .toEqual({ blobEndpoint: "https://acct.blob.core.windows.net", accountName: undefined, accountKey: undefined, sas: "sv=2022-11-02&sig=abc" });
+  });
+
+  it("refuses options and connection strings it cannot use, saying what is missing", async () => {
+    await expect(createAzureBlobStore({ container: "claims" })).rejects.toThrow(/needs a connection string or an account URL/);
+    await expect(createAzureBlobStore({ container: "claims", accountUrl: "https://acct.blob.core.windows.net" })).rejects.toThrow(/needs a credential/);
+    await expect(createAzureBlobStore({ container: "claims", connectionString: "AccountName=acct" })).rejects.toThrow(/needs AccountName and AccountKey .*or SharedAccessSignature/);
+    await expect(createAzureBlobStore({ container: "claims", connectionString: "AccountKey=abc" })).rejects.toThrow(/neither BlobEndpoint nor AccountName/);
+  });
+});
+
 claimCheckContract("Cloud Storage on the test peer", async () => {
   const peer = await startGcsTestPeer();
-  const store = await createGcsStore({ bucket: "claims", apiEndpoint: peer.endpoint, projectId: "test" });
+  const store = await createGcsStore({ bucket: "claims", apiEndpoint: peer.endpoint });
   return { store, foreignReference: "azblob://elsewhere/key", cleanup: () => peer.close() };
 });

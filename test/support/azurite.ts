@@ -1,6 +1,8 @@
 /**
  * Azurite, Microsoft's Azure Storage emulator (a devDependency), started as a child process on a
  * free port with in-memory storage and its telemetry off (this machine has no internet).
+ * With `tls` it serves HTTPS with that certificate and checks bearer tokens (`--oauth basic`:
+ * a JWT's audience, issuer and times, not its signature), so managed-identity tokens can be used.
  */
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
@@ -12,7 +14,14 @@ const DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/
 
 export interface Azurite {
   connectionString: string;
+  /** The account's Blob endpoint (path-style: `http(s)://127.0.0.1:<port>/devstoreaccount1`). */
+  blobEndpoint: string;
   stop(): Promise<void>;
+}
+
+export interface AzuriteOptions {
+  /** PEM files: serve HTTPS and accept OAuth bearer tokens besides Shared Key. */
+  tls?: { certPath: string; keyPath: string };
 }
 
 async function freePort(): Promise<number> {
@@ -26,10 +35,11 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startAzurite(): Promise<Azurite> {
+export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
   const port = await freePort();
   const bin = fileURLToPath(new URL("../../node_modules/azurite/dist/src/blob/main.js", import.meta.url));
-  const child = spawn(process.execPath, [bin, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--loose", "--silent"], { stdio: ["ignore", "pipe", "pipe"] });
+  const tls = options.tls ? ["--cert", options.tls.certPath, "--key", options.tls.keyPath, "--oauth", "basic"] : [];
+  const child = spawn(process.execPath, [bin, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--loose", "--silent", ...tls], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Azurite did not start within 20 s: ${output}`)), 20_000);
@@ -41,8 +51,10 @@ export async function startAzurite(): Promise<Azurite> {
     child.stderr.on("data", onData);
     child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`Azurite exited with ${code}: ${output}`)); });
   });
+  const blobEndpoint = `${options.tls ? "https" : "http"}://127.0.0.1:${port}/${DEV_ACCOUNT}`;
   return {
-    connectionString: `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};BlobEndpoint=http://127.0.0.1:${port}/${DEV_ACCOUNT};`,
+    connectionString: `DefaultEndpointsProtocol=${options.tls ? "https" : "http"};AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};BlobEndpoint=${blobEndpoint};`,
+    blobEndpoint,
     stop: () => new Promise((resolve) => {
       child.removeAllListeners("exit");
       child.once("exit", () => resolve());

@@ -1,8 +1,9 @@
 /**
  * A Cloud Storage TEST PEER, not an emulator: no Cloud Storage emulator runs on this machine, so
- * this in-process HTTP server answers the two JSON-API calls the real `@google-cloud/storage`
- * client makes for a claim-check: a multipart upload and an `alt=media` download. It models
- * buckets as in-memory maps and nothing else (no ACLs, generations, resumable uploads, auth).
+ * this in-process HTTP server answers the JSON-API calls a claim-check makes: an upload (media,
+ * as shared/objectStore/gcs.ts sends it, or multipart, as `@google-cloud/storage` does) and an
+ * `alt=media` download. It models buckets as in-memory maps and nothing else (no ACLs,
+ * generations, resumable uploads, auth).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

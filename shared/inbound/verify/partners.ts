@@ -7,7 +7,8 @@
  * PARTNERS='{"stripe":{"scheme":"stripe","secrets":["whsec_…"]}}'
  */
 import { readFileSync } from "node:fs";
-import { z } from "zod";
+import * as z from "zod/mini";
+import { safeParse } from "../../safeParse.js";
 import { ConfigError } from "../../config.js";
 import { genericSecretKey, PLACEHOLDER, signedPayloadTemplate } from "./genericHmac.js";
 import { standardWebhooksKey } from "./standardWebhooks.js";
@@ -15,18 +16,18 @@ import type { PartnerConfig, Scheme } from "./types.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** An HTTP header name (RFC 9110 token). */
-const headerName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be an HTTP header name, e.g. X-Signature");
-const jsonPath = z.string().regex(/^[^.\s]+(\.[^.\s]+)*$/, "must be a dotted path into the JSON body, e.g. data.id");
+const headerName = z.string().check(z.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be an HTTP header name, e.g. X-Signature"));
+const jsonPath = z.string().check(z.regex(/^[^.\s]+(\.[^.\s]+)*$/, "must be a dotted path into the JSON body, e.g. data.id"));
 
-const secrets = z.array(z.string().min(1, "must not be empty")).min(1, "list at least one secret (two during a rotation)");
-const tolerance = z.number().int().min(1).max(86_400).optional();
+const secrets = z.array(z.string().check(z.minLength(1, "must not be empty"))).check(z.minLength(1, "list at least one secret (two during a rotation)"));
+const tolerance = z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400)));
 
 const schemas = {
   "standard-webhooks": z.strictObject({
     scheme: z.literal("standard-webhooks"),
     secrets: z.array(
-      z.string().refine((s) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes"),
-    ).min(1, "list at least one secret (two during a rotation)"),
+      z.string().check(z.refine((s: string) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes")),
+    ).check(z.minLength(1, "list at least one secret (two during a rotation)")),
     toleranceSeconds: tolerance,
   }),
   stripe: z.strictObject({ scheme: z.literal("stripe"), secrets, toleranceSeconds: tolerance }),
@@ -38,19 +39,19 @@ const schemas = {
       secrets,
       toleranceSeconds: tolerance,
       signatureHeader: headerName,
-      algorithm: z.enum(["sha256", "sha512", "sha1"]).optional(),
-      encoding: z.enum(["hex", "base64", "base64url"]).optional(),
-      prefix: z.string().optional(),
-      secretEncoding: z.enum(["utf8", "base64", "hex"]).optional(),
-      timestampHeader: headerName.optional(),
-      timestampUnit: z.enum(["seconds", "milliseconds"]).optional(),
-      signedPayload: z.string().optional(),
-      eventIdHeader: headerName.optional(),
-      eventIdField: jsonPath.optional(),
-      eventTypeHeader: headerName.optional(),
-      eventTypeField: jsonPath.optional(),
+      algorithm: z.optional(z.enum(["sha256", "sha512", "sha1"])),
+      encoding: z.optional(z.enum(["hex", "base64", "base64url"])),
+      prefix: z.optional(z.string()),
+      secretEncoding: z.optional(z.enum(["utf8", "base64", "hex"])),
+      timestampHeader: z.optional(headerName),
+      timestampUnit: z.optional(z.enum(["seconds", "milliseconds"])),
+      signedPayload: z.optional(z.string()),
+      eventIdHeader: z.optional(headerName),
+      eventIdField: z.optional(jsonPath),
+      eventTypeHeader: z.optional(headerName),
+      eventTypeField: z.optional(jsonPath),
     })
-    .superRefine((p, ctx) => {
+    .check(z.superRefine((p, ctx) => {
       const problem = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message });
       if (!p.eventIdHeader === !p.eventIdField) problem("eventIdHeader", "set exactly one of eventIdHeader or eventIdField: where the partner's event id is (none is ever invented)");
       if (p.eventTypeHeader && p.eventTypeField) problem("eventTypeHeader", "set at most one of eventTypeHeader or eventTypeField");
@@ -67,8 +68,8 @@ const schemas = {
       if (p.timestampHeader && stamps === 0) problem("signedPayload", "must contain {timestamp}: a timestamp that is not signed proves nothing");
       if (used.includes("id") && !p.eventIdHeader) problem("signedPayload", "uses {id}, which needs eventIdHeader");
       if (p.toleranceSeconds !== undefined && !p.timestampHeader) problem("toleranceSeconds", "needs timestampHeader: without a signed timestamp there is nothing to check");
-    }),
-} satisfies Record<Scheme, z.ZodType>;
+    })),
+} satisfies Record<Scheme, z.ZodMiniType>;
 
 const SCHEMES = Object.keys(schemas) as Scheme[];
 
@@ -111,7 +112,7 @@ export function parsePartners(json: string, source = "PARTNERS"): Map<string, Pa
       problems.push(`${where}: scheme: must be one of ${SCHEMES.map((s) => `"${s}"`).join(", ")} (got ${JSON.stringify(scheme)})`);
       continue;
     }
-    const parsed = schemas[scheme as Scheme].safeParse(entry);
+    const parsed = safeParse(schemas[scheme as Scheme], entry);
     if (!parsed.success) {
       problems.push(...parsed.error.issues.map((issue) => `${where} (${String(scheme)}): ${describeIssue(issue)}`));
       continue;

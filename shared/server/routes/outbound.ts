@@ -2,7 +2,8 @@
  * Management routes of outbound delivery (all behind the admin bearer token). Input is validated
  * with zod; typed errors of the core become precise 4xx answers.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
+import { safeParse } from "../../safeParse.js";
 import type { PlatformContext } from "../../platform.js";
 import { HttpError, type Request, type Route } from "../router.js";
 import {
@@ -44,13 +45,13 @@ function route(method: Route["method"], path: string, handler: Route["handler"])
 }
 
 /** Parses the query string with `schema`; unknown parameters are refused so typos do not pass silently. */
-function queryOf<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
+function queryOf<S extends z.core.$ZodType>(req: Request, schema: S): z.infer<S> {
   const raw: Record<string, string> = {};
   for (const [key, value] of req.query) {
     if (key in raw) throw new HttpError(400, "invalid_request", `Query parameter ${key} is given twice; give it once.`);
     raw[key] = value;
   }
-  const parsed = schema.safeParse(raw);
+  const parsed = safeParse(schema, raw);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
     throw new HttpError(400, "invalid_request", `Invalid query: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}.`, issues);
@@ -58,8 +59,8 @@ function queryOf<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
   return parsed.data;
 }
 
-function bodyOf<S extends z.ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(input);
+function bodyOf<S extends z.core.$ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
+  const parsed = safeParse(schema, input);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
     throw new HttpError(400, "invalid_request", `Invalid ${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}.`, issues);
@@ -67,26 +68,28 @@ function bodyOf<S extends z.ZodType>(schema: S, input: unknown, what: string): z
   return parsed.data;
 }
 
-const limit = z.coerce.number().int().min(1).max(1000).optional();
-const cursor = z.string().min(1).max(500).optional();
-const subscriptionQuery = z.strictObject({ status: z.enum(["active", "degraded", "disabled"]).optional(), limit, after: cursor });
+const limit = z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(1000)));
+const cursor = z.optional(z.string().check(z.minLength(1), z.maxLength(500)));
+/** An optional text filter of 1 to 200 characters. */
+const filterText = () => z.optional(z.string().check(z.minLength(1), z.maxLength(200)));
+const subscriptionQuery = z.strictObject({ status: z.optional(z.enum(["active", "degraded", "disabled"])), limit, after: cursor });
 const deliveryQuery = z.strictObject({
-  status: z.enum(["pending", "delivered", "dead"]).optional(),
-  subscriptionId: z.string().min(1).max(200).optional(),
-  eventId: z.string().min(1).max(200).optional(),
-  eventType: z.string().min(1).max(200).optional(),
+  status: z.optional(z.enum(["pending", "delivered", "dead"])),
+  subscriptionId: filterText(),
+  eventId: filterText(),
+  eventType: filterText(),
   limit,
   after: cursor,
 });
 const deadLetterFilter = z.strictObject({
-  subscriptionId: z.string().min(1).max(200).optional(),
-  eventType: z.string().min(1).max(200).optional(),
-  reason: z.string().min(1).max(200).optional(),
+  subscriptionId: filterText(),
+  eventType: filterText(),
+  reason: filterText(),
 });
-const deadLetterQuery = deadLetterFilter.extend({ limit, after: cursor });
+const deadLetterQuery = z.extend(deadLetterFilter, { limit, after: cursor });
 const bulkReplay = z.union([
-  z.strictObject({ ids: z.array(z.string().min(1).max(500)).min(1, "list at least one id").max(MAX_BULK_REPLAY) }),
-  z.strictObject({ filter: deadLetterFilter, limit: z.number().int().min(1).max(MAX_BULK_REPLAY).optional() }),
+  z.strictObject({ ids: z.array(z.string().check(z.minLength(1), z.maxLength(500))).check(z.minLength(1, "list at least one id"), z.maxLength(MAX_BULK_REPLAY)) }),
+  z.strictObject({ filter: deadLetterFilter, limit: z.optional(z.number().check(z.int(), z.gte(1), z.lte(MAX_BULK_REPLAY))) }),
 ], { error: `send { "ids": [...] } or { "filter": { "subscriptionId"?, "eventType"?, "reason"? }, "limit"? }` });
 
 export function outboundRoutes(ctx: PlatformContext): Route[] {
