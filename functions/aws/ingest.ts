@@ -3,7 +3,7 @@
  * Translate the event, call the core, translate back; nothing else lives here.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from "aws-lambda";
-import { acceptWebhook } from "../../shared/cloud/acceptWebhook.js";
+import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud/acceptWebhook.js";
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
 import { queueAndClaimChecks } from "./clients.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
@@ -29,15 +29,19 @@ export async function handleIngest(runtime: AwsRuntime, event: ProxyEvent): Prom
   const partner = event.pathParameters?.partner;
   if (!partner) return json(404, { error: { code: "unknown_partner", message: "POST /webhooks/<partner>: the partner is missing from the path." } });
   const rawBody = Buffer.from(event.body ?? "", event.isBase64Encoded ? "base64" : "utf8");
-  let partners, queue, objectStore;
+  let partners;
   try {
-    [partners, queue, objectStore] = await Promise.all([runtime.partners(), runtime.queue(), runtime.objectStore()]);
+    partners = await runtime.partners();
   } catch (error) {
     runtime.logger.error({ err: error }, "ingest cannot start: configuration or secrets unavailable");
-    return json(503, { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } }, { "retry-after": "30" });
+    return json(503, { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } }, { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) });
   }
+  const targets = async () => {
+    const [queue, objectStore] = await Promise.all([runtime.queue(), runtime.objectStore()]);
+    return { queue, objectStore };
+  };
   const answer = await acceptWebhook(
-    { partners, queue, objectStore, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
+    { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
     partner, headersOf(event), rawBody,
   );
   return { statusCode: answer.status, headers: answer.headers, body: JSON.stringify(answer.body) };

@@ -3,7 +3,7 @@
  * call them with a real `HttpRequest` / `InvocationContext`. Translate, call the core, translate back.
  */
 import type { HttpRequest, HttpResponseInit, InvocationContext } from "@azure/functions";
-import { acceptWebhook } from "../../shared/cloud/acceptWebhook.js";
+import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud/acceptWebhook.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
 import { processInbound } from "../../shared/cloud/processInbound.js";
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
@@ -14,15 +14,19 @@ export async function ingestHttp(runtime: AzureRuntime, request: HttpRequest): P
   const headers: HeaderBag = {};
   request.headers.forEach((value, name) => { headers[name.toLowerCase()] = value; });
   const rawBody = Buffer.from(await request.arrayBuffer());
-  let partners, queue, objectStore;
+  let partners;
   try {
-    [partners, queue, objectStore] = await Promise.all([runtime.partners(), runtime.queue(), runtime.objectStore()]);
+    partners = await runtime.partners();
   } catch (error) {
     runtime.logger.error({ err: error }, "ingest cannot start: configuration or secrets unavailable");
-    return { status: 503, headers: { "retry-after": "30" }, jsonBody: { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } } };
+    return { status: 503, headers: { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) }, jsonBody: { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } } };
   }
+  const targets = async () => {
+    const [queue, objectStore] = await Promise.all([runtime.queue(), runtime.objectStore()]);
+    return { queue, objectStore };
+  };
   const answer = await acceptWebhook(
-    { partners, queue, objectStore, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
+    { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
     request.params.partner ?? "", headers, rawBody,
   );
   return { status: answer.status, headers: answer.headers, body: JSON.stringify(answer.body) };

@@ -3,7 +3,7 @@
  * tests can call them with real Express-shaped requests. Translate, call the core, translate back.
  */
 import type { Request, Response } from "@google-cloud/functions-framework";
-import { acceptWebhook } from "../../shared/cloud/acceptWebhook.js";
+import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud/acceptWebhook.js";
 import { drainOutbox } from "../../shared/cloud/drainOutbox.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
 import { processInbound } from "../../shared/cloud/processInbound.js";
@@ -22,15 +22,19 @@ export async function ingestHttp(runtime: GcpRuntime, req: Request, res: Respons
   const partner = decodeURIComponent(/\/webhooks\/([^/]+)\/?$/.exec(req.path)?.[1] ?? "");
   const rawBody = req.rawBody ?? Buffer.alloc(0);
   const headers: HeaderBag = { ...req.headers };
-  let partners, topic, objectStore;
+  let partners;
   try {
-    [partners, topic, objectStore] = await Promise.all([runtime.partners(), runtime.topic(), runtime.objectStore()]);
+    partners = await runtime.partners();
   } catch (error) {
     runtime.logger.error({ err: error }, "ingest cannot start: configuration or secrets unavailable");
-    return sendJson(res, 503, { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } }, { "retry-after": "30" });
+    return sendJson(res, 503, { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } }, { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) });
   }
+  const targets = async () => {
+    const [queue, objectStore] = await Promise.all([runtime.topic(), runtime.objectStore()]);
+    return { queue, objectStore };
+  };
   const answer = await acceptWebhook(
-    { partners, queue: topic, objectStore, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
+    { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
     partner, headers, rawBody,
   );
   res.status(answer.status).set(answer.headers).send(JSON.stringify(answer.body));

@@ -11,11 +11,20 @@ import type { QueueAdapter } from "../queue/port.js";
 import { messageBytes } from "../queue/validate.js";
 import { claimCheckMessage, inlineMessage } from "./inboundMessage.js";
 
+/** Where a verified event goes: the queue, and where payloads above its limit go (without one, 413). */
+export interface AcceptTargets {
+  queue: Pick<QueueAdapter, "send" | "limits">;
+  objectStore?: ObjectStore;
+}
+
 export interface AcceptDeps {
   partners: ReadonlyMap<string, PartnerConfig>;
-  queue: Pick<QueueAdapter, "send" | "limits">;
-  /** Where payloads above the queue's limit go. Without one they are refused with 413. */
-  objectStore?: ObjectStore;
+  /**
+   * Opens (or returns the memoised) queue and claim-check store. Called only once a request has
+   * passed verification, so a forged or malformed request on a cold instance never pays for
+   * loading a cloud SDK; a failure to open answers 503 `not_ready`.
+   */
+  targets: () => Promise<AcceptTargets>;
   maxBodyBytes: number;
   now?: () => Date;
   logger?: Logger;
@@ -28,6 +37,8 @@ export interface AcceptResponse {
 }
 
 export const RETRY_AFTER_SECONDS = 5;
+/** A function that cannot reach its configuration or its queue: longer, as a fix takes a while. */
+export const NOT_READY_RETRY_AFTER_SECONDS = 30;
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
 function refuse(status: number, code: string, message: string, extra: Record<string, string> = {}): AcceptResponse {
@@ -40,19 +51,28 @@ export async function acceptWebhook(deps: AcceptDeps, partnerName: string, heade
   const screened = screenInbound(deps.partners, deps.maxBodyBytes, partnerName, headers, rawBody, now);
   if (!screened.ok) return refuse(screened.status, screened.code, screened.message);
 
+  let targets: AcceptTargets;
+  try {
+    targets = await deps.targets();
+  } catch (error) {
+    deps.logger?.error({ err: error }, "ingest cannot start: the queue or claim-check store could not be opened");
+    return refuse(503, "not_ready", "The ingest function is not ready; retry later.", { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) });
+  }
+  const { queue, objectStore } = targets;
+
   const event = { partner: screened.partner.name, eventId: screened.eventId, eventType: screened.eventType, receivedAt: now };
   let message = inlineMessage(event, rawBody);
-  const claimCheck = messageBytes(message) > deps.queue.limits.maxMessageBytes;
+  const claimCheck = messageBytes(message) > queue.limits.maxMessageBytes;
   try {
     if (claimCheck) {
-      if (!deps.objectStore) {
-        return refuse(413, "payload_too_large", `The encoded event is ${messageBytes(message)} bytes, over the queue's limit of ${deps.queue.limits.maxMessageBytes}, and no claim-check store is configured.`);
+      if (!objectStore) {
+        return refuse(413, "payload_too_large", `The encoded event is ${messageBytes(message)} bytes, over the queue's limit of ${queue.limits.maxMessageBytes}, and no claim-check store is configured.`);
       }
       const key = `inbound/${encodeURIComponent(event.partner)}/${encodeURIComponent(event.eventId)}`;
-      const reference = await deps.objectStore.put(key, rawBody, "application/json");
+      const reference = await objectStore.put(key, rawBody, "application/json");
       message = claimCheckMessage(event, reference);
     }
-    await deps.queue.send(message);
+    await queue.send(message);
   } catch (error) {
     deps.logger?.warn({ err: error, partner: event.partner, eventId: event.eventId }, "inbound event not queued; answered 503");
     return refuse(503, "queue_unavailable", "The event could not be queued; it was not accepted. Retry later.", { "retry-after": String(RETRY_AFTER_SECONDS) });
