@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import * as z from "zod/mini";
 import type { Queryable } from "../db/port.js";
+import { prepared } from "../db/prepared.js";
 import { EventConflictError, OutboundValidationError, PayloadTooLargeError } from "./errors.js";
 import { eventTypeProblem } from "./eventTypes.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
@@ -103,6 +104,25 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
   return { id, type: valid.type, body, dataJson };
 }
 
+// Enqueue's statements, prepared once per connection of our own pool (shared/db/prepared.ts).
+const INSERT_EVENT = prepared("outbound_insert_event", `INSERT INTO outbound_events (id, type, body) VALUES ($1, $2, $3)
+   ON CONFLICT (id) DO NOTHING
+   RETURNING id`);
+const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AS same FROM outbound_events WHERE id = $1`);
+const FAN_OUT = prepared("outbound_fan_out", `INSERT INTO outbound_deliveries (id, event_id, subscription_id)
+   SELECT $1 || ':' || s.id, $1, s.id
+   FROM outbound_subscriptions s
+   WHERE EXISTS (
+     SELECT 1 FROM unnest(s.event_types) AS p(pattern)
+     WHERE p.pattern = $2
+        OR p.pattern = '*'
+        OR (right(p.pattern, 2) = '.*' AND starts_with($2, left(p.pattern, -1)))
+   )
+   ORDER BY s.id
+   RETURNING id, subscription_id AS "subscriptionId", status`);
+const DELIVERIES_OF = prepared("outbound_deliveries_of", `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`);
+const NOTIFY = prepared("outbound_notify", "SELECT pg_notify($1, '')");
+
 /**
  * Writes `event` in the caller's transaction and fans it out: one delivery per subscription whose
  * patterns match its type, whatever the subscription's health (a disabled endpoint's deliveries are
@@ -127,44 +147,32 @@ export function enqueue(tx: Queryable, event: OutboundEvent, options: EnqueueOpt
 }
 
 async function enqueueInTransaction(tx: Queryable, event: OutboundEvent, options: EnqueueOptions): Promise<EnqueueResult> {
-  const prepared = prepareEvent(event, options);
+  const checked = prepareEvent(event, options);
   const inserted = await tx.query<{ id: string }>(
-    `INSERT INTO outbound_events (id, type, body) VALUES ($1, $2, $3)
-     ON CONFLICT (id) DO NOTHING
-     RETURNING id`,
-    [prepared.id, prepared.type, prepared.body],
+    INSERT_EVENT,
+    [checked.id, checked.type, checked.body],
   );
   if (inserted.rows.length === 0) {
     // Same id seen before: equal type and data (as JSON values) is a repeat, anything else a conflict.
     const same = await tx.query<{ same: boolean }>(
-      `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AS same FROM outbound_events WHERE id = $1`,
-      [prepared.id, prepared.type, prepared.dataJson],
+      SAME_EVENT,
+      [checked.id, checked.type, checked.dataJson],
     );
-    if (!same.rows[0]?.same) throw new EventConflictError(prepared.id);
-    return { eventId: prepared.id, created: false, deliveries: await deliveriesOf(tx, prepared.id) };
+    if (!same.rows[0]?.same) throw new EventConflictError(checked.id);
+    return { eventId: checked.id, created: false, deliveries: await deliveriesOf(tx, checked.id) };
   }
   const { rows } = await tx.query<EnqueuedDelivery>(
-    `INSERT INTO outbound_deliveries (id, event_id, subscription_id)
-     SELECT $1 || ':' || s.id, $1, s.id
-     FROM outbound_subscriptions s
-     WHERE EXISTS (
-       SELECT 1 FROM unnest(s.event_types) AS p(pattern)
-       WHERE p.pattern = $2
-          OR p.pattern = '*'
-          OR (right(p.pattern, 2) = '.*' AND starts_with($2, left(p.pattern, -1)))
-     )
-     ORDER BY s.id
-     RETURNING id, subscription_id AS "subscriptionId", status`,
-    [prepared.id, prepared.type],
+    FAN_OUT,
+    [checked.id, checked.type],
   );
   // Delivered by PostgreSQL only if and when the caller's transaction commits.
-  if (rows.length > 0) await tx.query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL]);
-  return { eventId: prepared.id, created: true, deliveries: rows };
+  if (rows.length > 0) await tx.query(NOTIFY, [NOTIFY_CHANNEL]);
+  return { eventId: checked.id, created: true, deliveries: rows };
 }
 
 async function deliveriesOf(q: Queryable, eventId: string): Promise<EnqueuedDelivery[]> {
   const { rows } = await q.query<EnqueuedDelivery>(
-    `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`,
+    DELIVERIES_OF,
     [eventId],
   );
   return rows;
