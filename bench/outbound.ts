@@ -26,7 +26,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 5);
 
-interface Sample { perSecond: number; cpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
+interface Sample { perSecond: number; cpuUsPerEvent: number | null; dbCpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
 interface Contender { name: string; kind: "ours" | "graphile" | "reference" | "diagnostic"; run: (url: string) => Promise<Sample> }
 
 const C = CONNECTIONS;
@@ -38,12 +38,12 @@ const contenders: Contender[] = [
   { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u) => runGraphile(u, EVENTS, C, 500).then(fromRun) },
   { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u) => runOurs(u, EVENTS, C, 8 * C, 250, { noHttp: true, completionWriters: 3 }).then(fromRun) },
   { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true }).then(fromRun) },
-  { name: "our transport alone (no database)", kind: "reference", run: (u) => measureTransport(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, enqueuePerSecond: null, notes: [`avg latency ${r.avgLatencyMs.toFixed(1)} ms`] })) },
-  { name: `receiver ceiling (autocannon, ${C} connections)`, kind: "reference", run: (u) => measureCeiling(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: null, enqueuePerSecond: null, notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`] })) },
+  { name: "our transport alone (no database)", kind: "reference", run: (u) => measureTransport(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, enqueuePerSecond: null, notes: [`avg latency ${r.avgLatencyMs.toFixed(1)} ms`] })) },
+  { name: `receiver ceiling (autocannon, ${C} connections)`, kind: "reference", run: (u) => measureCeiling(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: null, dbCpuUsPerEvent: null, enqueuePerSecond: null, notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`] })) },
 ];
 
-function fromRun(r: { perSecond: number; cpuMsPerEvent: number; enqueuePerSecond: number; breakdown: string[] }): Sample {
-  return { perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, enqueuePerSecond: r.enqueuePerSecond, notes: r.breakdown };
+function fromRun(r: { perSecond: number; cpuMsPerEvent: number; dbCpuMsPerEvent: number | null; enqueuePerSecond: number; breakdown: string[] }): Sample {
+  return { perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: r.dbCpuMsPerEvent === null ? null : r.dbCpuMsPerEvent * 1000, enqueuePerSecond: r.enqueuePerSecond, notes: r.breakdown };
 }
 
 const fmt = (n: number | null) => (n === null ? "-" : Math.round(n).toLocaleString("en-US"));
@@ -73,13 +73,16 @@ async function main() {
   console.log(`load average at start ${startLoad}, at end ${load()} (cores: ${availableParallelism()}); a shared machine skews every row, the interleaved medians less so`);
 
   const med = (c: Contender) => median(samples.get(c)!.map((s) => s.perSecond));
-  const rows = [["contender", "events/s (median)", "min", "max", "enqueue/s", "CPU µs/event"]];
+  // CPU per event moves far less with the machine's load than throughput does: the process's own
+  // CPU (relay or worker, HTTP client included) and that of the PostgreSQL backends serving it.
+  const rows = [["contender", "events/s (median)", "min", "max", "enqueue/s", "process CPU µs/event", "PostgreSQL CPU µs/event"]];
   for (const c of contenders) {
     const ss = samples.get(c)!;
     const per = ss.map((s) => s.perSecond);
     const enq = ss.map((s) => s.enqueuePerSecond).filter((x): x is number => x !== null);
     const cpu = ss.map((s) => s.cpuUsPerEvent).filter((x): x is number => x !== null);
-    rows.push([c.name, fmt(med(c)), fmt(Math.min(...per)), fmt(Math.max(...per)), enq.length ? fmt(median(enq)) : "-", cpu.length ? fmt(median(cpu)) : "-"]);
+    const db = ss.map((s) => s.dbCpuUsPerEvent).filter((x): x is number => x !== null);
+    rows.push([c.name, fmt(med(c)), fmt(Math.min(...per)), fmt(Math.max(...per)), enq.length ? fmt(median(enq)) : "-", cpu.length ? fmt(median(cpu)) : "-", db.length ? fmt(median(db)) : "-"]);
   }
   console.log("");
   printTable(rows);
