@@ -40,12 +40,11 @@ export async function settleOnSqs(runtime: AwsRuntime, message: ReceivedMessage,
 export async function handleProcessor(runtime: AwsRuntime, event: SQSEvent): Promise<SQSBatchResponse> {
   const db = await runtime.database();
   const processor = inboxProcessorFor(db, runtime.tuning, runtime.logger);
-  const objectStore = await runtime.objectStore();
   const verifyWith = runtime.settings.WEBHOOKS_VERIFY_IN_PROCESSOR === "true"
     ? { partners: await runtime.partners(), maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES }
     : undefined;
   return handleSqsEvent(event, async (message) => {
-    const verdict = await processInbound({ db, processor, objectStore, verifyWith }, message);
+    const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore, verifyWith }, message);
     await settleOnSqs(runtime, message, verdict);
   });
 }

@@ -48,7 +48,9 @@ export async function processServiceBusMessage(runtime: AzureRuntime, message: u
   const received = fromServiceBusTrigger(message, context);
   const db = await runtime.database();
   const verdict = await processInbound(
-    { db, processor: inboxProcessorFor(db, runtime.tuning, runtime.logger), objectStore: await runtime.objectStore() },
+    // The claim-check store opens only for a claim-check message: a store that cannot open (no
+    // IDENTITY_ENDPOINT, say) fails those messages, not the inline ones.
+    { db, processor: inboxProcessorFor(db, runtime.tuning, runtime.logger), objectStore: runtime.objectStore },
     received,
   );
   switch (verdict.action) {

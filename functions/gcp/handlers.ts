@@ -50,9 +50,8 @@ export async function ingestHttp(runtime: GcpRuntime, req: Request, res: Respons
 export async function processPush(runtime: GcpRuntime, req: Request, res: Response): Promise<void> {
   const db = await runtime.database();
   const processor = inboxProcessorFor(db, runtime.tuning, runtime.logger);
-  const objectStore = await runtime.objectStore();
   const answer = await handlePubSubPush(req.body, async (message) => {
-    const verdict = await processInbound({ db, processor, objectStore }, message);
+    const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore }, message);
     if (verdict.action === "ack" || verdict.action === "retry") return;
     if (verdict.action === "deadLetter") runtime.logger.error({ messageId: message.id, deliveryCount: message.deliveryCount, reason: verdict.reason }, "message cannot be processed; nacking until Pub/Sub dead-letters it");
     throw new Error(verdict.reason);

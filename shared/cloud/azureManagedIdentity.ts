@@ -9,14 +9,21 @@
  *   X-IDENTITY-HEADER: $IDENTITY_HEADER
  *   → 200 { "access_token": "…", "expires_on": "<epoch seconds>", "token_type": "Bearer", … }
  *
- * Tokens are cached per resource until `refreshMarginMs` before they expire; concurrent callers
- * share one request; a failed refresh falls back to the held token while it is still valid.
- * 429, 5xx and network errors are retried twice. Any other failure is a `ManagedIdentityError`
- * that names the setting to check; no message ever contains a token or the identity header.
+ * Tokens are cached per resource. Within `refreshMarginMs` of its expiry a held token is still
+ * returned at once while one background request renews it; a failed renewal is remembered and the
+ * next one waits `failureBackoffMs` (doubling after each further failure, up to a minute). Only a
+ * caller with no valid token waits for the endpoint: concurrent callers share one request, which
+ * takes at most 3 × `timeoutMs` plus the retry pauses; in the back-off after a failure such a caller
+ * gets that failure at once. A caller's `abortSignal` rejects its own wait with an `AbortError`;
+ * the shared request goes on for the others. 429, 5xx, network errors and timeouts are retried
+ * twice. Any other failure is a `ManagedIdentityError` that names the setting to check; no
+ * message ever contains a token or the identity header.
  * Requests go through `node:http` (httpRequest.ts), not `fetch`, whose first use slows a cold start.
  */
 import type { AccessToken, GetTokenOptions, TokenCredential } from "@azure/core-auth";
-import { httpRequest, HttpRequestError, type HttpResponse } from "./httpRequest.js";
+import { httpRequest, type HttpResponse } from "./httpRequest.js";
+
+type AbortSignalLike = NonNullable<GetTokenOptions["abortSignal"]>;
 
 export const IDENTITY_API_VERSION = "2019-08-01";
 const DEFAULT_SUFFIX = "/.default";
@@ -34,6 +41,8 @@ export interface ManagedIdentityOptions {
   timeoutMs?: number;
   /** Pause before retry n (1, 2) is n × this. Default: 200 ms. */
   retryDelayMs?: number;
+  /** After a failed token request, ask again no sooner than this; doubles per further failure, up to 60 000. Default: 5 000 ms. */
+  failureBackoffMs?: number;
   now?: () => number;
 }
 
@@ -51,6 +60,24 @@ export class ManagedIdentityError extends Error {
 /** A failure worth another try (429, 5xx, network, timeout). */
 class Transient extends ManagedIdentityError {}
 
+/** The caller's `abortSignal` fired while it waited for a token (the name the Azure SDKs check). */
+export class AbortError extends Error {
+  override name = "AbortError";
+}
+
+/** A held token this close to its expiry is no longer handed out (it could expire in flight). */
+const EXPIRY_SLACK_MS = 30_000;
+const MAX_FAILURE_BACKOFF_MS = 60_000;
+
+/** What the credential knows about one resource. */
+interface Slot {
+  token?: AccessToken;
+  /** The one request in flight for this resource, shared by every caller. */
+  refreshing?: Promise<AccessToken>;
+  /** The last request's failure (cleared by a success), and how long to leave the endpoint alone after it. */
+  failure?: { at: number; error: unknown; backoffMs: number };
+}
+
 /**
  * @throws ManagedIdentityError at construction when IDENTITY_ENDPOINT or IDENTITY_HEADER is not set.
  * @example
@@ -60,8 +87,7 @@ class Transient extends ManagedIdentityError {}
 export class ManagedIdentityCredential implements TokenCredential {
   private readonly endpoint: URL;
   private readonly secret: string;
-  private readonly held = new Map<string, AccessToken>();
-  private readonly pending = new Map<string, Promise<AccessToken>>();
+  private readonly slots = new Map<string, Slot>();
   private readonly now: () => number;
 
   constructor(private readonly options: ManagedIdentityOptions = {}) {
@@ -85,37 +111,60 @@ export class ManagedIdentityCredential implements TokenCredential {
 
   async getToken(scopes: string | string[], options?: GetTokenOptions): Promise<AccessToken> {
     const resource = resourceOf(scopes);
-    const held = this.held.get(resource);
-    const margin = this.options.refreshMarginMs ?? 300_000;
-    if (held && held.expiresOnTimestamp - margin > this.now()) return held;
-    let pending = this.pending.get(resource);
-    if (!pending) {
-      pending = this.fetchWithRetries(resource, options?.abortSignal)
-        .then((token) => { this.held.set(resource, token); return token; })
-        .catch((error: unknown) => {
-          // Still valid (by more than a request's length): keep working, the next call tries again.
-          if (held && held.expiresOnTimestamp - 30_000 > this.now()) return held;
-          throw error;
-        })
-        .finally(() => this.pending.delete(resource));
-      this.pending.set(resource, pending);
+    const signal = options?.abortSignal;
+    if (signal?.aborted) throw aborted(resource);
+    let slot = this.slots.get(resource);
+    if (!slot) this.slots.set(resource, (slot = {}));
+    const now = this.now();
+    const held = slot.token;
+    if (held && held.expiresOnTimestamp - (this.options.refreshMarginMs ?? 300_000) > now) return held;
+    if (held && held.expiresOnTimestamp - EXPIRY_SLACK_MS > now) {
+      // Due for renewal but still valid: hand it out now and renew behind it (one request at a
+      // time, none during the back-off); a failure is recorded in the slot, not thrown here.
+      if (slot.refreshing || !this.backingOff(slot, now)) this.refresh(resource, slot).catch(() => {});
+      return held;
     }
-    return pending;
+    if (!slot.refreshing && slot.failure && this.backingOff(slot, now)) throw remembered(slot.failure, now);
+    return raceAbort(this.refresh(resource, slot), signal, resource);
   }
 
-  private async fetchWithRetries(resource: string, signal?: GetTokenOptions["abortSignal"]): Promise<AccessToken> {
+  private backingOff(slot: Slot, now: number): boolean {
+    return slot.failure !== undefined && now - slot.failure.at < slot.failure.backoffMs;
+  }
+
+  /** The request in flight for `resource`, or a new one; it runs with no caller's signal. */
+  private refresh(resource: string, slot: Slot): Promise<AccessToken> {
+    slot.refreshing ??= this.fetchWithRetries(resource)
+      .then(
+        (token) => {
+          slot.token = token;
+          slot.failure = undefined;
+          return token;
+        },
+        (error: unknown) => {
+          const first = this.options.failureBackoffMs ?? 5_000;
+          const backoffMs = slot.failure ? Math.min(slot.failure.backoffMs * 2, Math.max(first, MAX_FAILURE_BACKOFF_MS)) : first;
+          slot.failure = { at: this.now(), error, backoffMs };
+          throw error;
+        },
+      )
+      .finally(() => { slot.refreshing = undefined; });
+    return slot.refreshing;
+  }
+
+  private async fetchWithRetries(resource: string): Promise<AccessToken> {
     const pause = this.options.retryDelayMs ?? 200;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.fetchToken(resource, signal);
+        return await this.fetchToken(resource);
       } catch (error) {
-        if (!(error instanceof Transient) || attempt === 3 || signal?.aborted) throw error;
+        if (!(error instanceof Transient) || attempt === 3) throw error;
         await new Promise((resolve) => setTimeout(resolve, attempt * pause));
       }
     }
   }
 
-  private async fetchToken(resource: string, signal?: GetTokenOptions["abortSignal"]): Promise<AccessToken> {
+  private async fetchToken(resource: string): Promise<AccessToken> {
     const url = new URL(this.endpoint);
     url.searchParams.set("api-version", IDENTITY_API_VERSION);
     url.searchParams.set("resource", resource);
@@ -126,7 +175,6 @@ export class ManagedIdentityCredential implements TokenCredential {
     const timeoutMs = this.options.timeoutMs ?? 10_000;
     let response: HttpResponse;
     try {
-      if (signal?.aborted) throw new HttpRequestError("the caller gave up");
       response = await httpRequest(url.href, { headers: { "x-identity-header": this.secret, accept: "application/json" }, timeoutMs });
     } catch (error) {
       throw new Transient(`The managed identity endpoint (IDENTITY_ENDPOINT, ${this.endpoint.origin}${this.endpoint.pathname}) did not answer a token request for ${resource} for ${whose}: ${(error as Error).message}.`, { cause: error });
@@ -140,6 +188,30 @@ export class ManagedIdentityCredential implements TokenCredential {
     }
     return tokenFrom(text, resource, this.now());
   }
+}
+
+function aborted(resource: string): AbortError {
+  return new AbortError(`The token request for ${resource} was aborted by its caller.`);
+}
+
+/** `work`, or an AbortError as soon as `signal` fires; `work` itself goes on for its other callers. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignalLike | undefined, resource: string): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(aborted(resource));
+    signal.addEventListener("abort", onAbort);
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** The last failure again, without asking the endpoint, while it is left alone after that failure. */
+function remembered(failure: NonNullable<Slot["failure"]>, now: number): ManagedIdentityError {
+  const error = failure.error as Error;
+  const wait = Math.max(1, Math.ceil((failure.at + failure.backoffMs - now) / 1000));
+  return new ManagedIdentityError(
+    `${error.message} (Failed ${Math.round((now - failure.at) / 1000)} s ago; the endpoint is asked again in ${wait} s.)`,
+    { cause: error, status: error instanceof ManagedIdentityError ? error.status : undefined },
+  );
 }
 
 /** `https://servicebus.azure.net//.default` → `https://servicebus.azure.net/`: the v1 resource a scope names. */

@@ -13,7 +13,10 @@ export interface HttpRequestInit {
   method?: string;
   headers?: Record<string, string>;
   body?: Buffer | string;
-  /** Abort and reject when the connection stays idle this many milliseconds (no answer, or a stalled body). Default: 10 000. */
+  /**
+   * Deadline of the whole exchange, from sending to the answer's last byte: past it the request
+   * is destroyed and the promise rejects (a slow-dripping answer too). Default: 10 000.
+   */
   timeoutMs?: number;
 }
 
@@ -23,7 +26,7 @@ export interface HttpResponse {
   body: Buffer;
 }
 
-/** The request never got an answer: connection refused or reset, DNS failure, or the timeout. */
+/** The request never got a complete answer: connection refused or reset, DNS failure, or the deadline. */
 export class HttpRequestError extends Error {
   override name = "HttpRequestError";
   constructor(message: string, options?: { cause?: unknown }) {
@@ -33,7 +36,7 @@ export class HttpRequestError extends Error {
 
 /**
  * Resolves with any status (the caller decides what a 4xx/5xx means); rejects with
- * HttpRequestError only when no answer arrived.
+ * HttpRequestError only when no complete answer arrived within `timeoutMs`.
  * @example
  * const r = await httpRequest("http://127.0.0.1:8085/v1/projects/p/topics/t:publish", { method: "POST", body: "{}" });
  */
@@ -41,17 +44,30 @@ export function httpRequest(url: string, init: HttpRequestInit = {}): Promise<Ht
   const target = new URL(url);
   const send = target.protocol === "https:" ? httpsRequestRaw : httpRequestRaw;
   const timeoutMs = init.timeoutMs ?? 10_000;
+  const what = `${init.method ?? "GET"} ${target.origin}${target.pathname}`;
   return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      outcome();
+    };
     const headers = { ...init.headers };
     if (init.body !== undefined) headers["content-length"] = String(Buffer.byteLength(init.body));
     const req = send(target, { method: init.method ?? "GET", headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on("error", (error) => reject(new HttpRequestError(`${init.method ?? "GET"} ${target.origin}${target.pathname}: the answer broke off (${error.message})`, { cause: error })));
+      res.on("end", () => settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })));
+      res.on("error", (error) => settle(() => reject(new HttpRequestError(`${what}: the answer broke off (${error.message})`, { cause: error }))));
     });
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on("error", (error) => reject(new HttpRequestError(`${init.method ?? "GET"} ${target.origin}${target.pathname} failed: ${error.message}`, { cause: error })));
+    // One timer for the whole exchange: `req.setTimeout` would only catch a connection idle that
+    // long, so an answer trickling a byte at a time could run past any deadline.
+    const deadline = setTimeout(() => {
+      settle(() => reject(new HttpRequestError(`${what}: no complete answer within ${timeoutMs} ms`)));
+      req.destroy();
+    }, timeoutMs);
+    req.on("error", (error) => settle(() => reject(new HttpRequestError(`${what} failed: ${error.message}`, { cause: error }))));
     req.end(init.body);
   });
 }

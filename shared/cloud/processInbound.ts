@@ -29,7 +29,12 @@ export type Verdict =
 export interface ProcessInboundDeps {
   db: Database;
   processor: Pick<InboxProcessor, "runEntry">;
-  objectStore?: ObjectStore;
+  /**
+   * Opens (or returns the memoised) claim-check store; called only for a message that is a
+   * claim-check reference, so a store that cannot open fails those messages and no others.
+   * Absent, or resolving to undefined: no store is configured.
+   */
+  objectStore?: () => Promise<ObjectStore | undefined>;
   now?: () => Date;
   /**
    * Direct ingress (AWS API Gateway → SQS, no ingest function): the message is the raw request
@@ -64,9 +69,15 @@ export async function processInbound(deps: ProcessInboundDeps, message: Pick<Rec
   }
   let payload: Buffer;
   if (decoded.claimCheck !== undefined) {
-    if (!deps.objectStore) return { action: "deadLetter", reason: `Message ${message.id} refers to claim-check ${decoded.claimCheck} but no claim-check store is configured.` };
+    let store: ObjectStore | undefined;
     try {
-      payload = await deps.objectStore.get(decoded.claimCheck);
+      store = await deps.objectStore?.();
+    } catch (error) {
+      return { action: "fail", reason: `claim-check store unavailable: ${(error as Error).message}` };
+    }
+    if (!store) return { action: "deadLetter", reason: `Message ${message.id} refers to claim-check ${decoded.claimCheck} but no claim-check store is configured.` };
+    try {
+      payload = await store.get(decoded.claimCheck);
     } catch (error) {
       return { action: "fail", reason: `claim-check unreadable: ${(error as Error).message}` };
     }

@@ -5,9 +5,14 @@
  * minified with its XML parser and pipeline), so the function bundles carry none of it.
  *
  * Authentication: Shared Key when a connection string with an account key is given (Azurite in
- * tests, or an account key in a Key Vault reference), a SAS when the connection string carries
- * one, else a bearer token from `credential` for `https://storage.azure.com` (the Function App's
- * managed identity, which needs "Storage Blob Data Contributor" on the container).
+ * tests, or an account key in a Key Vault reference; a SharedAccessSignature beside the key is
+ * ignored), a SAS when the connection string carries one and no key, else a bearer token from
+ * `credential` for `https://storage.azure.com` (the Function App's managed identity, which needs
+ * "Storage Blob Data Contributor" on the container).
+ *
+ * A request that gets no answer, or 408, 429, 500, 502, 503 or 504, is sent again up to twice
+ * (after `retryDelayMs`, then twice that), as the Azure SDK did: Put Blob with the same bytes and
+ * Content-MD5 overwrites with the same blob, and Get Blob reads, so repeating either is safe.
  */
 import { createHash } from "node:crypto";
 import type { TokenCredential } from "@azure/core-auth";
@@ -27,8 +32,23 @@ export interface AzureBlobStoreOptions {
   accountUrl?: string;
   /** Gives bearer tokens for Blob Storage; required with `accountUrl`. */
   credential?: TokenCredential;
-  /** Deadline of one request. Default: 30 000 ms. */
+  /** Deadline of one request (each try). Default: 30 000 ms. */
   timeoutMs?: number;
+  /** Pause before retry n (1, 2) is n × this. Default: 200 ms. */
+  retryDelayMs?: number;
+}
+
+/** Statuses worth another try: the service was busy, timed out, or failed on its side. */
+const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
+const TRIES = 3;
+
+interface BlobCall {
+  method: "PUT" | "GET";
+  container: string;
+  key: string;
+  body?: Buffer;
+  /** Headers of this operation (blob type, Content-MD5, content type). */
+  extra?: Record<string, string>;
 }
 
 /**
@@ -48,19 +68,44 @@ export async function createAzureBlobStore(options: AzureBlobStoreOptions): Prom
   } else throw new ClaimCheckError("Azure Blob claim-check needs a connection string or an account URL.");
   if (!options.container) throw new ClaimCheckError("Azure Blob claim-check needs a container name.");
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const pause = options.retryDelayMs ?? 200;
 
-  async function send(method: "PUT" | "GET", container: string, key: string, body?: Buffer, extra: Record<string, string> = {}): Promise<HttpResponse> {
+  /** One try: a fresh date, signature or token each time. */
+  async function send(what: string, { method, container, key, body, extra }: BlobCall): Promise<HttpResponse> {
     const url = new URL(`${account.blobEndpoint}/${container}/${blobPath(key)}${account.sas ? `?${account.sas}` : ""}`);
     const headers: Record<string, string> = { "x-ms-date": new Date().toUTCString(), "x-ms-version": BLOB_API_VERSION, ...extra };
     if (body) headers["content-length"] = String(body.length);
     if (account.accountKey && account.accountName) {
       headers.authorization = sharedKeyAuthorization(account.accountName, account.accountKey, method, url, headers);
     } else if (!account.sas) {
-      const token = await options.credential!.getToken(STORAGE_SCOPE);
-      if (!token) throw new ClaimCheckError("Azure Blob claim-check: the credential gave no token for Blob Storage.");
-      headers.authorization = `Bearer ${token.token}`;
+      headers.authorization = `Bearer ${await bearerToken(what)}`;
     }
     return httpRequest(url.href, { method, headers, body, timeoutMs });
+  }
+
+  async function bearerToken(what: string): Promise<string> {
+    let token;
+    try {
+      token = await options.credential!.getToken(STORAGE_SCOPE);
+    } catch (error) {
+      throw new ClaimCheckError(`${what} at ${account.blobEndpoint}: no token for Blob Storage (${(error as Error).message}).`, { cause: error });
+    }
+    if (!token) throw new ClaimCheckError(`${what}: the credential gave no token for Blob Storage.`);
+    return token.token;
+  }
+
+  /** `send`, tried again on no answer or a retryable status; the last answer or failure stands. */
+  async function sendWithRetries(what: string, call: BlobCall): Promise<HttpResponse> {
+    for (let attempt = 1; ; attempt++) {
+      let response: HttpResponse | undefined;
+      try {
+        response = await send(what, call);
+      } catch (error) {
+        if (!(error instanceof HttpRequestError) || attempt === TRIES) throw unreachable(what, account, error, attempt);
+      }
+      if (response && (!RETRYABLE_STATUS.has(response.status) || attempt === TRIES)) return response;
+      await new Promise((resolve) => setTimeout(resolve, attempt * pause));
+    }
   }
 
   return {
@@ -68,28 +113,17 @@ export async function createAzureBlobStore(options: AzureBlobStoreOptions): Prom
     async put(key, bytes, contentType) {
       const md5 = createHash("md5").update(bytes).digest("base64");
       const what = `Put Blob ${options.container}/${key}`;
-      let response: HttpResponse;
-      try {
-        response = await send("PUT", options.container, key, bytes, {
-          "x-ms-blob-type": "BlockBlob",
-          "content-md5": md5,
-          ...(contentType ? { "content-type": contentType } : {}),
-        });
-      } catch (error) {
-        throw unreachable(what, account, error);
-      }
+      const response = await sendWithRetries(what, {
+        method: "PUT", container: options.container, key, body: bytes,
+        extra: { "x-ms-blob-type": "BlockBlob", "content-md5": md5, ...(contentType ? { "content-type": contentType } : {}) },
+      });
       if (response.status !== 201) throw refused(what, response);
       return `azblob://${options.container}/${key}`;
     },
     async get(reference) {
       const { container, key } = parseReference(reference, "azblob");
       const what = `Get Blob ${container}/${key} (claim-check ${reference})`;
-      let response: HttpResponse;
-      try {
-        response = await send("GET", container, key);
-      } catch (error) {
-        throw unreachable(what, account, error);
-      }
+      const response = await sendWithRetries(what, { method: "GET", container, key });
       if (response.status !== 200) throw refused(what, response);
       const bytes = response.body;
       const expected = response.headers["content-md5"];
@@ -110,10 +144,10 @@ function blobPath(key: string): string {
   return key.split("/").map((segment) => encodeURIComponent(/^\.+$/.test(segment) ? segment.replaceAll(".", "%2E") : segment)).join("/");
 }
 
-/** No answer from Blob Storage, or no token to ask with. */
-function unreachable(what: string, account: StorageAccount, error: unknown): ClaimCheckError {
+/** No answer from Blob Storage (after `tries` tries), or a request that could not be made. */
+function unreachable(what: string, account: StorageAccount, error: unknown, tries: number): ClaimCheckError {
   if (error instanceof ClaimCheckError) return error;
-  const why = error instanceof HttpRequestError ? "no answer" : "no token for Blob Storage";
+  const why = error instanceof HttpRequestError ? `no answer${tries > 1 ? ` in ${tries} tries` : ""}` : "the request could not be made";
   return new ClaimCheckError(`${what} at ${account.blobEndpoint}: ${why} (${(error as Error).message}).`, { cause: error });
 }
 

@@ -26,13 +26,15 @@ export interface StorageAccount {
   accountName?: string;
   /** The account key (base64), for Shared Key. */
   accountKey?: string;
-  /** A shared access signature (query string without `?`), used instead of a key. */
+  /** A shared access signature (query string without `?`); only when there is no account key. */
   sas?: string;
 }
 
 /**
  * Reads `DefaultEndpointsProtocol=…;AccountName=…;AccountKey=…;EndpointSuffix=…` (or with
- * `BlobEndpoint=…`, or `SharedAccessSignature=…`, or `UseDevelopmentStorage=true`).
+ * `BlobEndpoint=…`, or `SharedAccessSignature=…`, or `UseDevelopmentStorage=true`). With both an
+ * account key (and name) and a SharedAccessSignature, the key is used and the SAS ignored: sending
+ * both would put the SAS on the URL of a Shared Key request, and the key can do all the SAS can.
  * @throws ClaimCheckError naming what is missing; never echoing the key.
  */
 export function parseStorageConnectionString(connectionString: string): StorageAccount {
@@ -57,7 +59,8 @@ export function parseStorageConnectionString(connectionString: string): StorageA
   if (!sas && !(accountName && accountKey)) {
     throw new ClaimCheckError("The storage connection string needs AccountName and AccountKey (Shared Key), or SharedAccessSignature.");
   }
-  return { blobEndpoint: blobEndpoint.replace(/\/+$/, ""), accountName, accountKey, sas };
+  const sharedKey = Boolean(accountName && accountKey);
+  return { blobEndpoint: blobEndpoint.replace(/\/+$/, ""), accountName, accountKey, sas: sharedKey ? undefined : sas };
 }
 
 /**

@@ -33,6 +33,7 @@ let client: ServiceBusClient;
 let receiver: ServiceBusReceiver;
 let inspect: QueueAdapter;
 let runtime: AzureRuntime;
+let env: Record<string, string>;
 let dropDatabase: (() => Promise<void>) | undefined;
 
 function request(partner: string, delivery: { headers: Record<string, string>; body: string }): HttpRequest {
@@ -68,7 +69,7 @@ beforeAll(async () => {
   await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("claim-checks").createIfNotExists();
   const database = await createServerDatabase();
   dropDatabase = database.drop;
-  runtime = createAzureRuntime({
+  env = {
     WEBHOOKS_QUEUE_NAME: QUEUE,
     ServiceBusConnection: peer.connectionString,
     PARTNERS: PARTNERS_JSON,
@@ -78,7 +79,8 @@ beforeAll(async () => {
     INBOX_DEFER_DELAY_SECONDS: "1",
     ALLOWED_DESTINATIONS: "127.0.0.1",
     LOG_LEVEL: "silent",
-  }, queueAndClaimChecks);
+  };
+  runtime = createAzureRuntime(env, queueAndClaimChecks);
 }, 60_000);
 
 afterAll(async () => {
@@ -136,6 +138,30 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed" });
     const stored = await db.query<{ n: number }>("SELECT length(payload) AS n FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
     expect(stored.rows[0]?.n).toBe(Buffer.byteLength(body));
+  });
+
+  it("a claim-check store that cannot open fails only the claim-check messages; inline ones are processed", async (t) => {
+    if (skip) return t.skip();
+    // The account URL without the platform's identity variables: the managed identity cannot start.
+    const { WEBHOOKS_CLAIM_CHECK_CONNECTION: _, ...rest } = env;
+    const misconfigured = createAzureRuntime({ ...rest, WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: "https://acct.blob.core.windows.net" }, queueAndClaimChecks);
+    try {
+      const inline = `evt_inline_nostore_${suffix}`;
+      expect((await ingest("shop", signedDelivery(inline, orderEvent(`o-ns-${suffix}`, "order.created")))).body).toMatchObject({ claimCheck: false });
+      expect(await invokeOnce(receiver, (message, context) => processServiceBusMessage(misconfigured, message, context))).toBe("completed");
+      const db = await runtime.database();
+      expect(await inboxEntry(db, inline)).toMatchObject({ status: "processed" });
+
+      const big = `evt_big_nostore_${suffix}`;
+      expect((await ingest("shop", signedDelivery(big, orderEvent(`o-nsb-${suffix}`, "order.created", { note: "z".repeat(300 * 1024) })))).body).toMatchObject({ claimCheck: true });
+      expect(await invokeOnce(receiver, (message, context) => processServiceBusMessage(misconfigured, message, context))).toBe("abandoned");
+      await expect(misconfigured.objectStore()).rejects.toThrow(/IDENTITY_ENDPOINT and IDENTITY_HEADER are not set/);
+      expect(await inboxEntry(db, big)).toBeUndefined();
+      expect(await host()).toBe("completed"); // redelivered to a function that can read it
+      expect(await inboxEntry(db, big)).toMatchObject({ status: "processed" });
+    } finally {
+      await (await misconfigured.database()).close();
+    }
   });
 
   it("a bad signature answers 401 and queues nothing; an unknown partner 404", async (t) => {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ManagedIdentityCredential, ManagedIdentityError, resourceOf } from "../../shared/cloud/azureManagedIdentity.js";
+import { AbortError, ManagedIdentityCredential, ManagedIdentityError, resourceOf } from "../../shared/cloud/azureManagedIdentity.js";
 import { httpRequest } from "../../shared/cloud/httpRequest.js";
 import { BLOB_API_VERSION, createAzureBlobStore } from "../../shared/objectStore/azureBlob.js";
 import { sharedKeyAuthorization } from "../../shared/objectStore/azureSharedKey.js";
@@ -20,6 +20,7 @@ import { openBlobClaimChecks, openServiceBusQueue } from "../../functions/azure/
 import { readAzureSettings } from "../../functions/azure/runtime.js";
 import { startAzurite, type Azurite } from "../support/azurite.js";
 import { startManagedIdentityTestPeer, type ManagedIdentityTestPeer } from "../support/managedIdentityTestPeer.js";
+import { eventually } from "./support.js";
 
 const SERVICE_BUS = "https://servicebus.azure.net//.default";
 const STORAGE = "https://storage.azure.com/.default";
@@ -27,7 +28,7 @@ const STORAGE = "https://storage.azure.com/.default";
 let peer: ManagedIdentityTestPeer;
 beforeAll(async () => { peer = await startManagedIdentityTestPeer(); });
 afterAll(async () => { await peer?.close(); });
-afterEach(() => { peer.requests.length = 0; peer.tokenLifetimeSeconds = 3600; });
+afterEach(() => { peer.releaseHeld(); peer.requests.length = 0; peer.tokenLifetimeSeconds = 3600; });
 
 /** The error a promise rejects with (a resolved promise fails the test). */
 async function failure(promise: Promise<unknown>): Promise<Error> {
@@ -57,7 +58,7 @@ describe("ManagedIdentityCredential on the identity endpoint test peer", () => {
     expect(peer.requests).toEqual([expect.objectContaining({ resource: "https://storage.azure.com", clientId: peer.userAssignedClientId })]);
   });
 
-  it("caches per resource until the refresh margin, and shares one request among concurrent callers", async () => {
+  it("caches per resource; inside the refresh margin returns the held token at once and renews it behind", async () => {
     let now = Date.now();
     const c = credential({ now: () => now, refreshMarginMs: 300_000 });
     const [a, b] = await Promise.all([c.getToken(SERVICE_BUS), c.getToken(SERVICE_BUS)]);
@@ -67,22 +68,98 @@ describe("ManagedIdentityCredential on the identity endpoint test peer", () => {
     expect(await c.getToken(SERVICE_BUS)).toBe(a);
     await c.getToken(STORAGE); // another resource: its own token
     expect(peer.requests.map((r) => r.resource)).toEqual(["https://servicebus.azure.net/", "https://storage.azure.com"]);
-    now = a.expiresOnTimestamp - 299_999; // inside the margin: a new one
-    const renewed = await c.getToken(SERVICE_BUS);
-    expect(renewed).not.toBe(a);
+    now = a.expiresOnTimestamp - 299_999; // inside the margin: the held token, and one renewal
+    peer.tokenLifetimeSeconds = 7200; // so the renewed token is outside the margin at this `now`
+    const [c1, c2] = await Promise.all([c.getToken(SERVICE_BUS), c.getToken(SERVICE_BUS)]);
+    expect(c1).toBe(a);
+    expect(c2).toBe(a);
+    await eventually("the renewed token", async () => (await c.getToken(SERVICE_BUS)) !== a);
     expect(peer.requests).toHaveLength(3);
   });
 
-  it("keeps using a still-valid token when a refresh fails, and fails once it has expired", async () => {
+  it("returns the held token while the endpoint hangs on its renewal", async () => {
     let now = Date.now();
-    const c = credential({ now: () => now });
+    const c = credential({ now: () => now, timeoutMs: 60_000 });
     const held = await c.getToken(SERVICE_BUS);
-    now = held.expiresOnTimestamp - 60_000; // due for refresh, still valid for a minute
+    now = held.expiresOnTimestamp - 60_000;
+    peer.holdNext(1);
+    expect(await c.getToken(SERVICE_BUS)).toBe(held);
+    await eventually("the renewal to reach the endpoint", async () => peer.heldCount() === 1);
+    expect(await c.getToken(SERVICE_BUS)).toBe(held); // joins the renewal in flight: no second request
+    expect(peer.requests).toHaveLength(2);
+    peer.tokenLifetimeSeconds = 7200;
+    peer.releaseHeld();
+    await eventually("the renewed token", async () => (await c.getToken(SERVICE_BUS)) !== held);
+  });
+
+  it("keeps using a still-valid token when a renewal fails, and waits out a back-off before the next", async () => {
+    let now = Date.now();
+    const c = credential({ now: () => now, failureBackoffMs: 10_000 });
+    const held = await c.getToken(SERVICE_BUS);
+    now = held.expiresOnTimestamp - 120_000; // due for renewal, still valid for two minutes
     peer.failNext(3, 503, JSON.stringify({ message: "busy" }));
     expect(await c.getToken(SERVICE_BUS)).toBe(held);
-    now = held.expiresOnTimestamp + 1;
+    await eventually("the renewal's three tries", async () => peer.requests.length === 4);
+    now += 5_000; // within the back-off (or still recording the failure): the held token, no request
+    expect(await c.getToken(SERVICE_BUS)).toBe(held);
+    expect(peer.requests).toHaveLength(4);
+    // A second a poll: once the back-off is over, one renewal behind the held token.
+    peer.tokenLifetimeSeconds = 7200;
+    await eventually("a renewal after the back-off", async () => { now += 1_000; return (await c.getToken(SERVICE_BUS)) !== held; });
+    expect(peer.requests).toHaveLength(5);
+  });
+
+  it("without a valid token the caller gets the failure, and within the back-off the same failure at once", async () => {
+    let now = Date.now();
+    const c = credential({ now: () => now, failureBackoffMs: 10_000 });
+    const held = await c.getToken(SERVICE_BUS);
+    now = held.expiresOnTimestamp + 1; // expired
     peer.failNext(3, 503, JSON.stringify({ message: "busy" }));
-    await expect(c.getToken(SERVICE_BUS)).rejects.toThrow(/answered 503 .*busy/);
+    await expect(c.getToken(SERVICE_BUS)).rejects.toThrow(/answered 503 .*busy\. The endpoint is the platform's; retry later\.$/);
+    expect(peer.requests).toHaveLength(4);
+    now += 1_000;
+    const error = await failure(c.getToken(SERVICE_BUS));
+    expect(error).toBeInstanceOf(ManagedIdentityError);
+    expect(error).toMatchObject({ status: 503, message: expect.stringMatching(/answered 503 .*busy.*\(Failed 1 s ago; the endpoint is asked again in 9 s\.\)$/) });
+    expect(peer.requests).toHaveLength(4);
+    now += 9_000; // the back-off is over: asked again
+    const renewed = await c.getToken(SERVICE_BUS);
+    expect(renewed).not.toBe(held);
+    expect(peer.requests).toHaveLength(5);
+  });
+
+  it("a hanging endpoint and no token held: the caller waits three request deadlines at most, then fails saying so", async () => {
+    const c = credential({ timeoutMs: 200 });
+    peer.holdNext(3);
+    const error = await failure(c.getToken(SERVICE_BUS));
+    expect(error).toBeInstanceOf(ManagedIdentityError);
+    expect(error.message).toMatch(/did not answer a token request .*no complete answer within 200 ms/);
+    expect(peer.requests).toHaveLength(3);
+  });
+
+  it("one caller's abort rejects only its own wait, with an AbortError; the shared request goes on", async () => {
+    const c = credential({ timeoutMs: 60_000 });
+    const early = new AbortController();
+    early.abort();
+    await expect(c.getToken(SERVICE_BUS, { abortSignal: early.signal })).rejects.toBeInstanceOf(AbortError);
+    expect(peer.requests).toHaveLength(0);
+
+    peer.holdNext(1);
+    const quitter = new AbortController();
+    const patient = new AbortController();
+    const first = c.getToken(SERVICE_BUS, { abortSignal: quitter.signal });
+    const second = c.getToken(SERVICE_BUS, { abortSignal: patient.signal });
+    const third = c.getToken(SERVICE_BUS);
+    await eventually("the shared request to reach the endpoint", async () => peer.heldCount() === 1);
+    quitter.abort();
+    const aborted = await failure(first);
+    expect(aborted).toBeInstanceOf(AbortError);
+    expect(aborted).toMatchObject({ name: "AbortError", message: "The token request for https://servicebus.azure.net/ was aborted by its caller." });
+    peer.releaseHeld();
+    const [t2, t3] = await Promise.all([second, third]);
+    expect(t2).toBe(t3);
+    expect(peer.requests).toHaveLength(1); // the abort was not a failure to retry
+    expect(await c.getToken(SERVICE_BUS)).toBe(t2); // and the token was kept
   });
 
   it("retries 429 and 5xx twice, then says which endpoint answered what", async () => {

@@ -1,8 +1,11 @@
 /**
  * One claim-check contract, three stores: S3 on moto, Blob Storage on Azurite (Microsoft's own
- * emulator, run from node_modules; our REST client is checked against the Azure SDK there too), Cloud Storage on an in-process test peer (no emulator for it
- * runs here; see test/support/gcsTestPeer.ts for what it models).
+ * emulator, run from node_modules; our REST client is checked against the Azure SDK there too,
+ * and its retries through test/support/faultyProxyTestPeer.ts in front of Azurite), Cloud Storage
+ * on an in-process test peer (no emulator for it runs here; see test/support/gcsTestPeer.ts for
+ * what it models).
  */
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { AccountSASPermissions, BlobServiceClient, generateAccountSASQueryParameters, StorageSharedKeyCredential, type ContainerClient } from "@azure/storage-blob";
@@ -14,6 +17,7 @@ import { createGcsStore } from "../../shared/objectStore/gcs.js";
 import { startGcsTestPeer } from "../support/gcsTestPeer.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
 import { startAzurite, type Azurite } from "../support/azurite.js";
+import { startFaultyProxyTestPeer, type FaultyProxyTestPeer } from "../support/faultyProxyTestPeer.js";
 
 function claimCheckContract(name: string, setup: () => Promise<{ store: ObjectStore; foreignReference: string; cleanup(): Promise<void> }>, skip?: () => string | undefined) {
   describe(`claim-check store: ${name}`, () => {
@@ -98,6 +102,71 @@ describe("Blob Storage REST client on Azurite: what only Azure has", () => {
     const reference = await viaSas.put("sas/evt", Buffer.from("signed by SAS"));
     expect((await container.getBlockBlobClient("sas/evt").downloadToBuffer()).toString()).toBe("signed by SAS");
     expect((await viaSas.get(reference)).toString()).toBe("signed by SAS");
+  });
+
+  it("with both an account key and a SAS, signs with the key and sends no SAS", async (t) => {
+    if (!container) return t.skip();
+    const proxy = await startFaultyProxyTestPeer(own!.blobEndpoint);
+    try {
+      const both = `${own!.connectionString.replace(/BlobEndpoint=[^;]+/, `BlobEndpoint=${proxy.url}`)};SharedAccessSignature=sv=2022-11-02&sig=not-a-signature`;
+      expect(parseStorageConnectionString(both)).toMatchObject({ accountName: "devstoreaccount1", sas: undefined });
+      const viaKey = await store(both);
+      const reference = await viaKey.put("both/evt", Buffer.from("signed by the key"));
+      expect((await viaKey.get(reference)).toString()).toBe("signed by the key");
+      expect(proxy.requests.map((r) => `${r.method} ${r.path}`)).toEqual(["PUT /devstoreaccount1/claims/both/evt", "GET /devstoreaccount1/claims/both/evt"]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("a Get whose bytes do not match the blob's Content-MD5 is refused", async (t) => {
+    if (!container) return t.skip();
+    const reference = await (await store()).put("md5/evt", Buffer.from("the real bytes"));
+    // The blob's stored MD5 property set to another content's (Set Blob Properties does not check it).
+    const other = createHash("md5").update("other bytes").digest();
+    await container.getBlockBlobClient("md5/evt").setHTTPHeaders({ blobContentMD5: other, blobContentType: "application/json" });
+    await expect((await store()).get(reference)).rejects.toThrow(/^Get Blob claims\/md5\/evt \(claim-check azblob:\/\/claims\/md5\/evt\): the bytes read do not match the blob's Content-MD5; not used\.$/);
+  });
+
+  describe("through the faulty proxy test peer", () => {
+    let proxy: FaultyProxyTestPeer | undefined;
+    beforeAll(async () => { if (own) proxy = await startFaultyProxyTestPeer(own.blobEndpoint); });
+    afterAll(async () => { await proxy?.close(); });
+    const viaProxy = () => createAzureBlobStore({ container: "claims", connectionString: own!.connectionString.replace(/BlobEndpoint=[^;]+/, `BlobEndpoint=${proxy!.url}`), retryDelayMs: 1 });
+    const BUSY = { status: 503, body: "<?xml version=\"1.0\"?><Error><Code>ServerBusy</Code><Message>Busy.</Message></Error>" };
+
+    it("a transient 503 or a dropped connection is tried again, and the put and the get succeed", async (t) => {
+      if (!container) return t.skip();
+      proxy!.requests.length = 0;
+      const blob = await viaProxy();
+      proxy!.failNext(1, BUSY);
+      const reference = await blob.put("retry/evt", Buffer.from("after one 503"));
+      expect((await container.getBlockBlobClient("retry/evt").downloadToBuffer()).toString()).toBe("after one 503");
+      proxy!.failNext(1, "drop");
+      expect((await blob.get(reference)).toString()).toBe("after one 503");
+      expect(proxy!.requests.map((r) => r.method)).toEqual(["PUT", "PUT", "GET", "GET"]);
+    });
+
+    it("gives up after three tries, saying what came back", async (t) => {
+      if (!container) return t.skip();
+      proxy!.requests.length = 0;
+      const blob = await viaProxy();
+      proxy!.failNext(3, BUSY);
+      await expect(blob.put("retry/busy", Buffer.from("x"))).rejects.toThrow(/^Put Blob claims\/retry\/busy: Blob Storage answered 503 ServerBusy \(Busy\.\)\.$/);
+      proxy!.failNext(3, "drop");
+      await expect(blob.get("azblob://claims/retry/evt")).rejects.toThrow(/^Get Blob claims\/retry\/evt \(claim-check azblob:\/\/claims\/retry\/evt\) at http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1: no answer in 3 tries \(GET .* failed: socket hang up\)\.$/);
+      expect(proxy!.requests).toHaveLength(6);
+    });
+
+    it("an answer that is no transient failure is not tried again", async (t) => {
+      if (!container) return t.skip();
+      proxy!.requests.length = 0;
+      const blob = await viaProxy();
+      await expect(blob.get("azblob://claims/retry/no-such-blob")).rejects.toThrow(/answered 404 BlobNotFound/);
+      proxy!.failNext(1, { status: 403, body: "<Error><Code>AuthorizationFailure</Code></Error>" });
+      await expect(blob.put("retry/refused", Buffer.from("x"))).rejects.toThrow(/answered 403 AuthorizationFailure/);
+      expect(proxy!.requests.map((r) => r.method)).toEqual(["GET", "PUT"]);
+    });
   });
 
   it("a wrong account key is refused by the service, and the error says to check the key", async (t) => {

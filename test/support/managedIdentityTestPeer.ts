@@ -8,7 +8,8 @@
  * missing resource or a client id of no assigned identity; 200 with `access_token`, `expires_on`
  * (epoch seconds, as a string), `resource`, `token_type`, `client_id`. Tokens are JWT-shaped
  * (unsigned) with the audience, issuer and times Azurite's `--oauth basic` checks. It records every
- * request and can be told to answer the next ones with a given status and body.
+ * request and can be told to answer the next ones with a given status and body, or to hold them
+ * unanswered (an endpoint that hangs) until `releaseHeld` answers them normally.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
@@ -31,6 +32,12 @@ export interface ManagedIdentityTestPeer {
   tokenLifetimeSeconds: number;
   /** Answer the next `times` requests with this status and raw body instead. */
   failNext(times: number, status: number, body: string): void;
+  /** Leave the next `times` requests unanswered (they are counted in `requests` when they arrive). */
+  holdNext(times: number): void;
+  /** How many requests are held unanswered now. */
+  heldCount(): number;
+  /** Answer the held requests as usual (a closed connection is skipped). */
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
@@ -39,24 +46,28 @@ const SYSTEM_ASSIGNED = "5e29463d-71da-4fe0-8e69-999b57db23b0";
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
+function seenIn(req: IncomingMessage): IdentityRequest {
+  const url = new URL(req.url ?? "/", "http://peer");
+  return {
+    resource: url.searchParams.get("resource"),
+    clientId: url.searchParams.get("client_id"),
+    apiVersion: url.searchParams.get("api-version"),
+    secret: req.headers["x-identity-header"] as string | undefined,
+  };
+}
+
 export async function startManagedIdentityTestPeer(): Promise<ManagedIdentityTestPeer> {
   const secret = randomUUID();
   const userAssignedClientId = randomUUID();
-  const failures: { status: number; body: string }[] = [];
+  const failures: ({ status: number; body: string } | "hold")[] = [];
+  const held: (() => void)[] = [];
   const requests: IdentityRequest[] = [];
   const peer = { tokenLifetimeSeconds: 3600 };
 
+  /** What the endpoint answers `req` when told nothing else. */
   const answer = (req: IncomingMessage): { status: number; body: string } => {
     const url = new URL(req.url ?? "/", "http://peer");
-    const seen: IdentityRequest = {
-      resource: url.searchParams.get("resource"),
-      clientId: url.searchParams.get("client_id"),
-      apiVersion: url.searchParams.get("api-version"),
-      secret: req.headers["x-identity-header"] as string | undefined,
-    };
-    requests.push(seen);
-    const failure = failures.shift();
-    if (failure) return failure;
+    const seen = seenIn(req);
     const error = (status: number, message: string) => ({ status, body: JSON.stringify({ statusCode: status, message, correlationId: randomUUID() }) });
     if (url.pathname !== "/msi/token" || req.method !== "GET") return error(404, "Not found");
     if (seen.secret !== secret) return error(401, "The request is missing or has an invalid X-IDENTITY-HEADER.");
@@ -80,8 +91,11 @@ export async function startManagedIdentityTestPeer(): Promise<ManagedIdentityTes
   };
 
   const server = createServer((req, res) => {
-    const { status, body } = answer(req);
-    res.writeHead(status, { "content-type": "application/json" }).end(body);
+    requests.push(seenIn(req));
+    const reply = ({ status, body }: { status: number; body: string }) => res.writeHead(status, { "content-type": "application/json" }).end(body);
+    const told = failures.shift();
+    if (told === "hold") held.push(() => { if (!res.destroyed) reply(answer(req)); });
+    else reply(told ?? answer(req));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -91,6 +105,13 @@ export async function startManagedIdentityTestPeer(): Promise<ManagedIdentityTes
     requests,
     failNext(times: number, status: number, body: string) {
       for (let i = 0; i < times; i++) failures.push({ status, body });
+    },
+    holdNext(times: number) {
+      for (let i = 0; i < times; i++) failures.push("hold");
+    },
+    heldCount: () => held.length,
+    releaseHeld() {
+      for (const release of held.splice(0)) release();
     },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   });
