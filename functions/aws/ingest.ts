@@ -36,10 +36,7 @@ export async function handleIngest(runtime: AwsRuntime, event: ProxyEvent): Prom
     runtime.logger.error({ err: error }, "ingest cannot start: configuration or secrets unavailable");
     return json(503, { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } }, { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) });
   }
-  const targets = async () => {
-    const [queue, objectStore] = await Promise.all([runtime.queue(), runtime.objectStore()]);
-    return { queue, objectStore };
-  };
+  const targets = async () => ({ queue: await runtime.queue(), objectStore: runtime.objectStore });
   const answer = await acceptWebhook(
     { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
     partner, headersOf(event), rawBody,

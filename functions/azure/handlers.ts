@@ -21,10 +21,7 @@ export async function ingestHttp(runtime: AzureRuntime, request: HttpRequest): P
     runtime.logger.error({ err: error }, "ingest cannot start: configuration or secrets unavailable");
     return { status: 503, headers: { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) }, jsonBody: { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } } };
   }
-  const targets = async () => {
-    const [queue, objectStore] = await Promise.all([runtime.queue(), runtime.objectStore()]);
-    return { queue, objectStore };
-  };
+  const targets = async () => ({ queue: await runtime.queue(), objectStore: runtime.objectStore });
   const answer = await acceptWebhook(
     { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
     request.params.partner ?? "", headers, rawBody,

@@ -29,10 +29,7 @@ export async function ingestHttp(runtime: GcpRuntime, req: Request, res: Respons
     runtime.logger.error({ err: error }, "ingest cannot start: configuration or secrets unavailable");
     return sendJson(res, 503, { error: { code: "not_ready", message: "The ingest function is not ready; retry later." } }, { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) });
   }
-  const targets = async () => {
-    const [queue, objectStore] = await Promise.all([runtime.topic(), runtime.objectStore()]);
-    return { queue, objectStore };
-  };
+  const targets = async () => ({ queue: await runtime.topic(), objectStore: runtime.objectStore });
   const answer = await acceptWebhook(
     { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
     partner, headers, rawBody,

@@ -14,13 +14,17 @@ import { claimCheckMessage, inlineMessage } from "./inboundMessage.js";
 /** Where a verified event goes: the queue, and where payloads above its limit go (without one, 413). */
 export interface AcceptTargets {
   queue: Pick<QueueAdapter, "send" | "limits">;
-  objectStore?: ObjectStore;
+  /**
+   * Opens the claim-check store; asked only for a payload above the queue's limit, so a store that
+   * cannot open refuses (503) only the large events, not every event.
+   */
+  objectStore?: () => Promise<ObjectStore | undefined>;
 }
 
 export interface AcceptDeps {
   partners: ReadonlyMap<string, PartnerConfig>;
   /**
-   * Opens (or returns the memoised) queue and claim-check store. Called only once a request has
+   * Opens (or returns the memoised) queue, and gives the claim-check store's opener. Called only once a request has
    * passed verification, so a forged or malformed request on a cold instance never pays for
    * loading a cloud SDK; a failure to open answers 503 `not_ready`.
    */
@@ -58,13 +62,14 @@ export async function acceptWebhook(deps: AcceptDeps, partnerName: string, heade
     deps.logger?.error({ err: error }, "ingest cannot start: the queue or claim-check store could not be opened");
     return refuse(503, "not_ready", "The ingest function is not ready; retry later.", { "retry-after": String(NOT_READY_RETRY_AFTER_SECONDS) });
   }
-  const { queue, objectStore } = targets;
+  const { queue } = targets;
 
   const event = { partner: screened.partner.name, eventId: screened.eventId, eventType: screened.eventType, receivedAt: now };
   let message = inlineMessage(event, rawBody);
   const claimCheck = messageBytes(message) > queue.limits.maxMessageBytes;
   try {
     if (claimCheck) {
+      const objectStore = await targets.objectStore?.();
       if (!objectStore) {
         return refuse(413, "payload_too_large", `The encoded event is ${messageBytes(message)} bytes, over the queue's limit of ${queue.limits.maxMessageBytes}, and no claim-check store is configured.`);
       }

@@ -75,4 +75,25 @@ describe("acceptWebhook: targets opened only after verification", () => {
     expect(answer.body).toEqual({ error: { code: "not_ready", message: "The ingest function is not ready; retry later." } });
     expect(await queue.receive()).toEqual([]);
   });
+
+  it("the claim-check store is opened only for a payload over the queue's limit: a broken store refuses those alone", async () => {
+    let opened = 0;
+    const small = { send: queue.send.bind(queue), limits: { ...queue.limits, maxMessageBytes: 2_000 } };
+    const targets = async (): Promise<AcceptTargets> => ({
+      queue: small,
+      objectStore: async () => { opened++; throw new Error("WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL is unreachable"); },
+    });
+    const inline = orderEvent("o-3", "order.created");
+    const answer = await acceptWebhook({ partners, targets, maxBodyBytes: 65_536 }, "shop", signedDelivery("evt_inline", inline).headers, Buffer.from(inline));
+    expect(answer.status).toBe(202);
+    expect(opened).toBe(0);
+    const large = orderEvent("o-4", "order.created", { note: "x".repeat(4_000) });
+    const refused = await acceptWebhook({ partners, targets, maxBodyBytes: 65_536 }, "shop", signedDelivery("evt_large", large).headers, Buffer.from(large));
+    expect(refused.status).toBe(503);
+    expect(refused.headers["retry-after"]).toBeDefined();
+    expect(opened).toBe(1);
+    const queued = await queue.receive({ max: 10 });
+    expect(queued.map((m) => m.attributes.eventId)).toEqual(["evt_inline"]);
+    for (const m of queued) await queue.ack(m);
+  });
 });
