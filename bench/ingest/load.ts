@@ -1,23 +1,11 @@
 /**
- * The three ways the ingest benchmark loads the database: autocannon with pre-signed, distinct
- * Standard Webhooks requests (every one a new event), at full speed or at a fixed overall rate;
- * and the raw single-row INSERT … ON CONFLICT DO NOTHING from a pg pool, the reference.
+ * What the ingest benchmark sends: pre-signed, distinct Standard Webhooks requests (every one a
+ * new event) for `httpLoad`, and the reference, the raw single-row INSERT … ON CONFLICT DO NOTHING
+ * from a pg pool, timed the same way (first statement sent to last answer, `performance.now()`).
  */
 import { createHash, createHmac, randomBytes } from "node:crypto";
-import { createRequire } from "node:module";
 import pg from "pg";
-
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number };
-  duration: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  "2xx": number;
-}
-type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
+import { percentiles, type LoadResult } from "./httpLoad.js";
 
 export const SECRET = `whsec_${randomBytes(32).toString("base64")}`;
 export const PARTNERS_JSON = JSON.stringify({ bench: { scheme: "standard-webhooks", secrets: [SECRET] } });
@@ -45,43 +33,6 @@ export function presign(count: number, tag: string): Presigned[] {
   });
 }
 
-export interface LoadResult {
-  perSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  total: number;
-  /** Non-2xx answers, connection errors and timeouts: must be 0 for a valid run. */
-  failures: number;
-}
-
-/** POSTs every request once over `connections` keep-alive connections; optionally at a fixed overall rate. */
-export async function hammer(baseUrl: string, path: string, requests: Presigned[], connections: number, overallRate?: number): Promise<LoadResult> {
-  let next = 0;
-  const result = await autocannon({
-    url: baseUrl,
-    connections,
-    pipelining: 1,
-    amount: requests.length,
-    timeout: 30,
-    ...(overallRate ? { overallRate } : {}),
-    requests: [{
-      method: "POST",
-      path,
-      setupRequest: (req: Record<string, unknown>) => {
-        const r = requests[next++ % requests.length]!;
-        return { ...req, headers: r.headers, body: r.body };
-      },
-    }],
-  });
-  return {
-    perSecond: result.requests.total / result.duration,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    total: result.requests.total,
-    failures: result.non2xx + result.errors + result.timeouts,
-  };
-}
-
 // The statement ingest runs (shared/inbound/inbox.ts), with values ready: no HTTP, no HMAC.
 const INSERT = `INSERT INTO inbox_entries
   (partner_name, partner_event_id, event_type, payload, payload_sha256, signature_verified, received_at, next_attempt_at)
@@ -89,29 +40,47 @@ const INSERT = `INSERT INTO inbox_entries
   ON CONFLICT (partner_name, partner_event_id) DO NOTHING
   RETURNING id`;
 
-/** `count` single-row inserts of distinct events, `concurrency` at a time, from a pool of `poolSize`. */
-export async function rawInserts(url: string, count: number, concurrency: number, poolSize: number, tag: string): Promise<LoadResult> {
+export interface RawInserter {
+  /** `count` single-row inserts of distinct events, `concurrency` at a time. */
+  run(count: number, concurrency: number, tag: string): Promise<LoadResult>;
+  end(): Promise<void>;
+}
+
+/**
+ * The reference contender: a pg pool of `poolSize`, kept open across runs like the ingest server's,
+ * its connections opened before the first run.
+ */
+export async function rawInserter(url: string, poolSize: number): Promise<RawInserter> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  const rows = presign(count, tag).map((r) => {
-    const payload = Buffer.from(r.body);
-    return [r.headers["webhook-id"], payload, createHash("sha256").update(payload).digest("hex")] as const;
-  });
-  // Open the pool's connections first: the ingest server's pool is warm too.
   await Promise.all(Array.from({ length: poolSize }, () => pool.query("SELECT 1")));
-  const latencies: number[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < rows.length) {
-      const [id, payload, hash] = rows[next++]!;
-      const t0 = performance.now();
-      await pool.query(INSERT, ["raw", id, "order.paid", payload, hash, true, new Date().toISOString()]);
-      latencies.push(performance.now() - t0);
-    }
-  }));
-  const seconds = (performance.now() - started) / 1000;
-  await pool.end();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { perSecond: count / seconds, p50Ms: at(0.5), p99Ms: at(0.99), total: count, failures: 0 };
+  return {
+    async run(count, concurrency, tag) {
+      const rows = presign(count, tag).map((r) => {
+        const payload = Buffer.from(r.body);
+        return [r.headers["webhook-id"], payload, createHash("sha256").update(payload).digest("hex")] as const;
+      });
+      const latencies = new Float64Array(count);
+      let next = 0;
+      let failures = 0;
+      const cpu0 = process.cpuUsage();
+      const started = performance.now();
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (next < rows.length) {
+          const i = next++;
+          const [id, payload, hash] = rows[i]!;
+          const t0 = performance.now();
+          const r = await pool.query(INSERT, ["raw", id, "order.paid", payload, hash, true, new Date().toISOString()]);
+          latencies[i] = performance.now() - t0;
+          if (r.rowCount !== 1) failures++; // every event is new: each must insert its row
+        }
+      }));
+      const seconds = (performance.now() - started) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      return {
+        perSecond: count / seconds, ...percentiles(latencies), total: count, seconds, failures, clientCpuUsPerRequest: (cpu.user + cpu.system) / count, latencies,
+        ...(failures ? { firstFailure: "an INSERT stored no row" } : {}),
+      };
+    },
+    end: () => pool.end(),
+  };
 }

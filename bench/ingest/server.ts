@@ -1,17 +1,16 @@
 /**
  * The local platform as the benchmark's server, in a process of its own so the load generator
- * does not share its event loop. Beside the platform's routes it mounts three bench-only ones that
- * split the cost of an ingest:
- *   POST /bench/noop              reads the body, answers 202 (HTTP alone),
- *   POST /bench/verify/:partner   + signature and JSON checks, stores nothing,
- *   POST /bench/grouped/:partner  the ingest path with group commit (shared/inbound/groupCommit.ts),
- *   GET  /bench/cpu               this process's CPU time, to price a request.
- * Prints `{"port":…}` on stdout once listening. Env: BENCH_DB_URL, BENCH_POOL, PARTNERS,
- * BENCH_GROUP_IN_FLIGHT (default: half the pool).
+ * does not share its event loop. `POST /webhooks/:partner` is the platform's own route, exactly as
+ * shipped (group commit included). Beside it, bench-only routes split the cost of an ingest:
+ *   POST /bench/noop             reads the body, answers 202 (HTTP alone),
+ *   POST /bench/verify/:partner  + signature and JSON checks, stores nothing,
+ *   POST /bench/single/:partner  the same `ingest` with one INSERT per request (no group commit),
+ *   GET  /bench/cpu              this process's CPU time, to price a request.
+ * Prints `{"port":…}` on stdout once listening. Env: BENCH_DB_URL, BENCH_POOL, PARTNERS.
  */
 import { loadConfig } from "../../shared/config.js";
 import { openDatabase } from "../../shared/db/open.js";
-import { createGroupCommit } from "../../shared/inbound/groupCommit.js";
+import { ingest } from "../../shared/inbound/ingest.js";
 import { screenInbound } from "../../shared/inbound/screen.js";
 import { loadPartners } from "../../shared/inbound/verify/index.js";
 import { mapPlatformError, startPlatform } from "../../shared/platform.js";
@@ -24,7 +23,6 @@ const logger = createLogger({ level: "warn" });
 const db = await openDatabase({ databaseUrl: config.DATABASE_URL, poolSize: pool });
 const platform = await startPlatform(config, { db, workers: false, logger });
 const partners = loadPartners(config);
-const grouped = createGroupCommit(db, { maxInFlight: Number(process.env.BENCH_GROUP_IN_FLIGHT ?? Math.max(1, Math.floor(pool / 2))) });
 const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
 const benchRoutes: Route[] = [
@@ -40,18 +38,10 @@ const benchRoutes: Route[] = [
     },
   },
   {
-    method: "POST", path: "/bench/grouped/:partner", auth: "none",
+    method: "POST", path: "/bench/single/:partner", auth: "none",
     handler: async (req) => {
-      const raw = await req.body();
-      const now = new Date();
-      const s = screenInbound(partners, config.MAX_PAYLOAD_BYTES, req.params.partner ?? "", req.headers, raw, now);
-      if (!s.ok) return { status: s.status, body: { error: { code: s.code, message: s.message } } };
-      try {
-        const r = await grouped.store({ partnerName: s.partner.name, partnerEventId: s.eventId, eventType: s.eventType, payload: raw, signatureVerified: true, receivedAt: now });
-        return { status: r.kind === "stored" ? 202 : 200, headers: JSON_HEADERS, body: { received: true, inboxId: r.id, duplicate: r.kind !== "stored" } };
-      } catch {
-        return { status: 503, headers: { ...JSON_HEADERS, "retry-after": "5" }, body: { error: { code: "database_unavailable", message: "Not stored; retry later." } } };
-      }
+      const r = await ingest({ db, partners, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger }, req.params.partner ?? "", req.headers, await req.body());
+      return { status: r.status, headers: r.headers, body: r.body };
     },
   },
   { method: "GET", path: "/bench/cpu", auth: "none", handler: async () => ({ status: 200, body: process.cpuUsage() }) },

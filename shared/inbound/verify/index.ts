@@ -11,7 +11,7 @@
 import { eventIdFrom, eventTypeFrom, parseJsonObject } from "./body.js";
 import { genericHmac } from "./genericHmac.js";
 import { github } from "./github.js";
-import { isRejection } from "./headers.js";
+import { indexHeaders, isRejection } from "./headers.js";
 import { standardWebhooks } from "./standardWebhooks.js";
 import { stripe } from "./stripe.js";
 import type { HeaderBag, PartnerConfig, Scheme, SchemeVerifier, VerifyResult } from "./types.js";
@@ -37,11 +37,12 @@ const schemes: Record<Scheme, SchemeVerifier> = {
  */
 export function verifyWebhook(partner: PartnerConfig, headers: HeaderBag, rawBody: Buffer, nowSeconds = Math.floor(Date.now() / 1000)): VerifyResult {
   const scheme = schemes[partner.scheme];
-  const refused = scheme.checkSignature(partner, headers, rawBody, nowSeconds);
+  const bag = indexHeaders(headers);
+  const refused = scheme.checkSignature(partner, bag, rawBody, nowSeconds);
   if (refused) return refused;
   const body = parseJsonObject(rawBody);
   if (isRejection(body)) return body;
-  const identity = scheme.identify(partner, headers, body);
+  const identity = scheme.identify(partner, bag, body);
   if (isRejection(identity)) return identity;
   const eventId = eventIdFrom(identity);
   if (isRejection(eventId)) return eventId;
