@@ -28,7 +28,7 @@ import { createInterface } from "node:readline";
 import pg from "pg";
 import { freshDatabase } from "./outbound/support.js";
 import { httpLoad, percentiles, type LoadResult } from "./ingest/httpLoad.js";
-import { backendCpu, cpuBetween } from "./ingest/backendCpu.js";
+import { backendCpu, cpuBetween } from "./backendCpu.js";
 import { PARTNERS_JSON, presign, rawInserter } from "./ingest/load.js";
 import { median, printTable } from "./table.js";
 

@@ -2,6 +2,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createServerDatabase } from "../../test/support/serverDatabase.js";
+import { backendCpu, cpuBetween } from "../backendCpu.js";
 
 export const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -59,40 +60,20 @@ export const cpuMsSince = (start: NodeJS.CpuUsage) => {
 };
 
 /**
- * CPU used by the PostgreSQL backends serving one database (Linux /proc), so a contender's cost
- * can be told apart from the machine's noise: its process CPU plus its backends' CPU per event
- * moves far less with the load than its throughput does. Backends that end mid-run are missed.
+ * CPU used by the PostgreSQL backends serving one database (bench/backendCpu.ts), so a
+ * contender's cost can be told apart from the machine's noise: its process CPU plus its backends'
+ * CPU per event moves far less with the load than its throughput does.
  */
 export async function databaseCpu(databaseUrl: string): Promise<{ sinceMs(): Promise<number | null> }> {
   const { default: pg } = await import("pg");
-  const { readFile } = await import("node:fs/promises");
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  const name = new URL(databaseUrl).pathname.slice(1);
-  const read = async (): Promise<Map<number, number> | null> => {
-    const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [name]);
-    const ticks = new Map<number, number>();
-    for (const { pid } of rows) {
-      try {
-        // Fields 14 and 15 (utime, stime) after the parenthesised command name, in clock ticks.
-        const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        ticks.set(pid, Number(fields[11]) + Number(fields[12]));
-      } catch {
-        return null; // not Linux, or PostgreSQL runs elsewhere
-      }
-    }
-    return ticks;
-  };
-  const start = await read();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const start = await backendCpu(client);
   return {
     async sinceMs() {
-      const end = await read();
-      await admin.end();
-      if (!start || !end) return null;
-      let ticks = 0;
-      for (const [pid, t] of end) ticks += t - (start.get(pid) ?? 0);
-      return ticks * 10; // USER_HZ is 100 on Linux
+      const end = await backendCpu(client);
+      await client.end();
+      return start && end ? cpuBetween(start, end) : null;
     },
   };
 }
