@@ -21,6 +21,7 @@ import { readAzureSettings } from "../../functions/azure/runtime.js";
 import { startAzurite, type Azurite } from "../support/azurite.js";
 import { startManagedIdentityTestPeer, type ManagedIdentityTestPeer } from "../support/managedIdentityTestPeer.js";
 import { eventually } from "./support.js";
+import { failure } from "../support/failures.js";
 
 const SERVICE_BUS = "https://servicebus.azure.net//.default";
 const STORAGE = "https://storage.azure.com/.default";
@@ -30,15 +31,6 @@ beforeAll(async () => { peer = await startManagedIdentityTestPeer(); });
 afterAll(async () => { await peer?.close(); });
 afterEach(() => { peer.releaseHeld(); peer.requests.length = 0; peer.tokenLifetimeSeconds = 3600; });
 
-/** The error a promise rejects with (a resolved promise fails the test). */
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a failure");
-}
 
 const credential = (options: ConstructorParameters<typeof ManagedIdentityCredential>[0] = {}) =>
   new ManagedIdentityCredential({ env: peer.env, retryDelayMs: 1, ...options });

@@ -27,6 +27,7 @@ import { PUBSUB_EMULATOR_HOST, PUBSUB_PROJECT, pubsubEmulatorAvailable, skipUnle
 import { startGcsTestPeer, type GcsTestPeer } from "../support/gcsTestPeer.js";
 import { startReceiver, type Receiver } from "./receiver.js";
 import { eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, poisonEvent, signedDelivery } from "./support.js";
+import { deadHost } from "../support/failures.js";
 
 /** Google Cloud's minimum for a dead-letter policy. */
 const MAX_DELIVERY_ATTEMPTS = 5;
@@ -55,14 +56,6 @@ async function ingest(partner: string, delivery: { headers: Record<string, strin
   return { status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() as Record<string, unknown> };
 }
 
-/** A port nothing listens on: Pub/Sub down. */
-async function deadHost(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `127.0.0.1:${port}`;
-}
 
 /** Creates the topics and the push subscription (with its dead-letter policy) on the emulator. */
 async function createPushTopology(topic: string, pushEndpoint: string) {

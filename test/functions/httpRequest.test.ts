@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpRequest, HttpRequestError } from "../../shared/cloud/httpRequest.js";
 import { eventually } from "./support.js";
+import { failure } from "../support/failures.js";
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -21,14 +22,6 @@ async function serve(handler: (res: ServerResponse) => void): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/thing`;
 }
 
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a failure");
-}
 
 describe("httpRequest", () => {
   it("resolves with the status, headers and whole body of a complete answer", async () => {

@@ -15,6 +15,7 @@ import { createPubSubQueue } from "../../shared/queue/pubsub.js";
 import { createPubSubPublisher, PubSubPublishError, REST_MAX_MESSAGE_BYTES } from "../../shared/queue/pubsubPublisher.js";
 import { MessageRejectedError } from "../../shared/queue/validate.js";
 import { createEmulatorTopics, PUBSUB_EMULATOR_HOST, pubsubEmulatorAvailable, skipUnlessAvailable } from "../support/emulators.js";
+import { deadHost } from "../support/failures.js";
 
 interface Peer { url: string; host: string; requests: { method: string; path: string; headers: IncomingMessage["headers"]; body: string }[]; close(): Promise<void> }
 
@@ -35,14 +36,6 @@ async function startPeer(answer: (path: string, headers: IncomingMessage["header
   return { url: `http://${host}`, host, requests, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
 }
 
-/** A port nothing listens on. */
-async function deadHost(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `127.0.0.1:${port}`;
-}
 
 describe("Pub/Sub REST publisher on the emulator", () => {
   let skip: string | undefined;
