@@ -2,7 +2,7 @@
 import { intOption, type Command } from "../command.js";
 import { printJson, table } from "../output.js";
 import { itemsOf } from "./lists.js";
-import { runReplay } from "./replay.js";
+import { replayCommand } from "./replay.js";
 
 interface DeadLetter {
   id: string;
@@ -38,26 +38,11 @@ Example:
   },
 };
 
-export const dlqReplay: Command = {
+export const dlqReplay: Command = replayCommand({
   name: "dlq replay",
   summary: "Replay dead letters. Each goes back to pending and through the normal delivery path (recorded).",
-  usage: "dlq replay <delivery id>... | --all [--limit <n>]",
-  help: `Arguments:
-  <delivery id>   one or more ids from \`webhooks dlq list\`
-
-Options:
-  --all           replay every dead letter (in batches; progress on stderr)
-  --limit <n>     with --all: replay at most n (default 1000)
-
-Exit code 1 if any replay failed.`,
-  options: { all: { type: "boolean", default: false }, limit: { type: "string" } },
-  positionals: [0, 1000],
-  run: (inv) =>
-    runReplay(inv, {
-      noun: "dead letter",
-      single: (id) => `/dead-letters/${id}/replay`,
-      bulk: "/dead-letters/replay",
-      bulkBody: (limit) => ({ filter: {}, limit }),
-      bulkIds: (answer) => ((answer as { replayed?: string[] })?.replayed ?? []).map(String),
-    }),
-};
+  idName: "delivery id",
+  listCommand: "dlq list",
+  everything: "every dead letter",
+  target: { noun: "dead letter", single: (id) => `/dead-letters/${id}/replay`, bulk: "/dead-letters/replay", bulkBody: (limit) => ({ filter: {}, limit }) },
+});

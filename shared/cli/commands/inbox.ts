@@ -2,7 +2,7 @@
 import { UsageError, intOption, type Command } from "../command.js";
 import { printJson, table } from "../output.js";
 import { itemsOf } from "./lists.js";
-import { runReplay } from "./replay.js";
+import { replayCommand } from "./replay.js";
 
 interface InboxEntry {
   id: string | number;
@@ -44,26 +44,11 @@ export const inboxList: Command = {
   },
 };
 
-export const inboxReplay: Command = {
+export const inboxReplay: Command = replayCommand({
   name: "inbox replay",
   summary: "Replay quarantined inbox entries through the normal processing path (recorded).",
-  usage: "inbox replay <entry id>... | --all [--limit <n>]",
-  help: `Arguments:
-  <entry id>      one or more ids from \`webhooks inbox list\`
-
-Options:
-  --all           replay every quarantined entry (in batches; progress on stderr)
-  --limit <n>     with --all: replay at most n (default 1000)
-
-Exit code 1 if any replay failed.`,
-  options: { all: { type: "boolean", default: false }, limit: { type: "string" } },
-  positionals: [0, 1000],
-  run: (inv) =>
-    runReplay(inv, {
-      noun: "inbox entry",
-      single: (id) => `/inbox/${id}/replay`,
-      bulk: "/inbox/replay",
-      bulkBody: (limit) => ({ status: "quarantined", limit }),
-      bulkIds: (answer) => ((answer as { replayed?: string[] })?.replayed ?? []).map(String),
-    }),
-};
+  idName: "entry id",
+  listCommand: "inbox list",
+  everything: "every quarantined entry",
+  target: { noun: "inbox entry", single: (id) => `/inbox/${id}/replay`, bulk: "/inbox/replay", bulkBody: (limit) => ({ status: "quarantined", limit }) },
+});

@@ -3,7 +3,7 @@
  * or `--all` through the bulk endpoint, with progress on stderr and a summary at the end.
  */
 import { ApiError, seg, type ApiClient } from "../api.js";
-import { OperationError, UsageError, type Invocation } from "../command.js";
+import { OperationError, UsageError, type Command, type Invocation } from "../command.js";
 import { printJson } from "../output.js";
 
 export interface ReplayTarget {
@@ -13,10 +13,39 @@ export interface ReplayTarget {
   single(id: string): string;
   /** `POST <bulk>` replays everything that matches the body. */
   bulk: string;
-  /** Body of the bulk call. */
+  /** Body of the bulk call; its answer lists the ids replayed in `replayed`. */
   bulkBody(limit: number): unknown;
-  /** The ids the bulk answer says were replayed. */
-  bulkIds(answer: unknown): string[];
+}
+
+/** `<noun> replay <id>... | --all [--limit <n>]`, the same shape for every replayable list. */
+export function replayCommand(spec: {
+  name: string;
+  summary: string;
+  /** How the ids are named in the usage line, e.g. "delivery id". */
+  idName: string;
+  /** The command that lists the ids, e.g. "dlq list". */
+  listCommand: string;
+  /** What `--all` replays, e.g. "every dead letter". */
+  everything: string;
+  target: ReplayTarget;
+}): Command {
+  const arg = `<${spec.idName}>`;
+  return {
+    name: spec.name,
+    summary: spec.summary,
+    usage: `${spec.name} ${arg}... | --all [--limit <n>]`,
+    help: `Arguments:
+  ${arg.padEnd(15)} one or more ids from \`webhooks ${spec.listCommand}\`
+
+Options:
+  --all           replay ${spec.everything} (in batches; progress on stderr)
+  --limit <n>     with --all: replay at most n (default 1000)
+
+Exit code 1 if any replay failed.`,
+    options: { all: { type: "boolean", default: false }, limit: { type: "string" } },
+    positionals: [0, 1000],
+    run: (inv) => runReplay(inv, spec.target),
+  };
 }
 
 export interface ReplayResult {
@@ -68,7 +97,8 @@ async function replayAll(api: ApiClient, inv: Invocation, target: ReplayTarget):
   inv.io.stderr(`replaying every ${target.noun} (at most ${limit})…\n`);
   while (replayed.length < limit) {
     const want = Math.min(batch, limit - replayed.length);
-    const ids = target.bulkIds(await api.post(target.bulk, target.bulkBody(want)));
+    const answer = (await api.post(target.bulk, target.bulkBody(want))) as { replayed?: unknown[] } | undefined;
+    const ids = (answer?.replayed ?? []).map(String);
     replayed.push(...ids);
     inv.io.stderr(`replayed ${replayed.length}\n`);
     if (ids.length < want) break;
