@@ -11,8 +11,7 @@ import { Logger, makeWorkerUtils, run, type Task } from "graphile-worker";
 import pg from "pg";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport } from "../../shared/outbound/transport.js";
-import type { RunResult } from "./ours.js";
-import { cpuMsSince, databaseCpu, eventData, freshDatabase, waitFor } from "./support.js";
+import { cpuMsSince, databaseCpu, eventData, freshDatabase, runResult, type RunResult, waitFor } from "./support.js";
 
 const quiet = new Logger(() => () => {});
 
@@ -80,18 +79,9 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
     await check.end();
     await runner.stop();
     if (failed > 0) throw new Error(`${failed} graphile-worker jobs failed: the benchmark is void`);
-    return {
-      events,
-      enqueuePerSecond: events / enqueueSeconds,
-      seconds,
-      perSecond: events / seconds,
-      cpuMsPerEvent: cpuMs / events,
-      dbCpuMsPerEvent: dbCpuMs === null ? null : dbCpuMs / events,
-      breakdown: [
-        `concurrentJobs ${concurrency}, localQueue.size ${localQueueSize}, completeJobBatchDelay 0, useNodeTime, pool ${Math.min(concurrency + 2, 30)}`,
-        `process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / (seconds * 1000)) * 100).toFixed(0)}% of one core)${dbCpuMs === null ? "" : `; its PostgreSQL backends: ${(dbCpuMs / events * 1000).toFixed(0)} µs per event`}`,
-      ],
-    };
+    return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "process" }, [
+      `concurrentJobs ${concurrency}, localQueue.size ${localQueueSize}, completeJobBatchDelay 0, useNodeTime, pool ${Math.min(concurrency + 2, 30)}`,
+    ]);
   } finally {
     await transport.close();
     await fresh.drop();

@@ -10,18 +10,8 @@ import { enqueue } from "../../shared/outbound/enqueue.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
-import { cpuMsSince, databaseCpu, eventData, freshDatabase, waitFor } from "./support.js";
+import { cpuMsSince, databaseCpu, eventData, freshDatabase, runResult, type RunResult, waitFor } from "./support.js";
 
-export interface RunResult {
-  events: number;
-  enqueuePerSecond: number;
-  seconds: number;
-  perSecond: number;
-  cpuMsPerEvent: number;
-  /** CPU of the PostgreSQL backends serving the run, per event (null where /proc cannot tell). */
-  dbCpuMsPerEvent: number | null;
-  breakdown: string[];
-}
 
 interface Timer { calls: number; ms: number }
 const timed = () => ({ claim: { calls: 0, ms: 0 }, complete: { calls: 0, ms: 0 }, http: { calls: 0, ms: 0 } });
@@ -134,20 +124,11 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     if (failed > 0) throw new Error(`${failed} deliveries did not succeed: the benchmark is void`);
     const wall = seconds * 1000;
     const avg = (x: Timer) => (x.calls ? x.ms / x.calls : 0);
-    return {
-      events,
-      enqueuePerSecond: events / enqueueSeconds,
-      seconds,
-      perSecond: events / seconds,
-      cpuMsPerEvent: cpuMs / events,
-      dbCpuMsPerEvent: dbCpuMs === null ? null : dbCpuMs / events,
-      breakdown: [
-        `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (summed: up to 2 run at once)`,
-        `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), ${options.completionWriters ?? 2} at once: summed time ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
-        `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,
-        `relay process CPU: ${(cpuMs / events * 1000).toFixed(0)} µs per event (${((cpuMs / wall) * 100).toFixed(0)}% of one core)${dbCpuMs === null ? "" : `; its PostgreSQL backends: ${(dbCpuMs / events * 1000).toFixed(0)} µs per event`}`,
-      ],
-    };
+    return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "relay process" }, [
+      `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (summed: up to 2 run at once)`,
+      `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), ${options.completionWriters ?? 2} at once: summed time ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
+      `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,
+    ]);
   } finally {
     await db.close();
     await fresh.drop();

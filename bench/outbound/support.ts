@@ -77,3 +77,34 @@ export async function databaseCpu(databaseUrl: string): Promise<{ sinceMs(): Pro
     },
   };
 }
+
+/** What one contender's run measured. */
+export interface RunResult {
+  events: number;
+  enqueuePerSecond: number;
+  seconds: number;
+  perSecond: number;
+  cpuMsPerEvent: number;
+  /** CPU of the PostgreSQL backends serving the run, per event (null where /proc cannot tell). */
+  dbCpuMsPerEvent: number | null;
+  breakdown: string[];
+}
+
+/** A run's result from its raw measures; the CPU line closes the contender's own breakdown. */
+export function runResult(
+  m: { events: number; enqueueSeconds: number; seconds: number; cpuMs: number; dbCpuMs: number | null; process: string },
+  breakdown: string[],
+): RunResult {
+  const perEvent = (ms: number) => ((ms / m.events) * 1000).toFixed(0);
+  const cpuLine = `${m.process} CPU: ${perEvent(m.cpuMs)} µs per event (${((m.cpuMs / (m.seconds * 1000)) * 100).toFixed(0)}% of one core)`
+    + (m.dbCpuMs === null ? "" : `; its PostgreSQL backends: ${perEvent(m.dbCpuMs)} µs per event`);
+  return {
+    events: m.events,
+    enqueuePerSecond: m.events / m.enqueueSeconds,
+    seconds: m.seconds,
+    perSecond: m.events / m.seconds,
+    cpuMsPerEvent: m.cpuMs / m.events,
+    dbCpuMsPerEvent: m.dbCpuMs === null ? null : m.dbCpuMs / m.events,
+    breakdown: [...breakdown, cpuLine],
+  };
+}
