@@ -29,29 +29,36 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
   };
 }
 
-const CLAIM_DUE = prepared("outbound_claim_due", `WITH claimed AS (
+/**
+ * The end both claims share: take the lease ($2 token, $3 seconds) on the rows whose ids `ids`
+ * selects, found by primary key, and join the event body and subscription to the rows returned.
+ */
+const leaseAndLoad = (ids: string) => `claimed AS (
      UPDATE outbound_deliveries d
      SET lease_token = $2::uuid,
          lease_expires_at = now() + $3::float8 * interval '1 second',
          claims = d.claims + 1,
          updated_at = now()
-     WHERE d.id = ANY (ARRAY(
-       SELECT due.id
-       FROM outbound_deliveries due
-       JOIN outbound_subscriptions s ON s.id = due.subscription_id
-       WHERE due.status = 'pending' AND due.next_attempt_at <= now()
-         AND (due.lease_expires_at IS NULL OR due.lease_expires_at <= now())
-         AND s.status <> 'disabled'
-       ORDER BY due.next_attempt_at
-       LIMIT $1
-       FOR UPDATE OF due SKIP LOCKED
-     ))
+     WHERE d.id = ANY (ARRAY(${ids}))
      RETURNING d.id, d.event_id, d.subscription_id, d.attempts
    )
    SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
-   JOIN outbound_subscriptions s ON s.id = c.subscription_id`);
+   JOIN outbound_subscriptions s ON s.id = c.subscription_id`;
+
+/** No relay holds the row: never leased, or its lease ran out. */
+const NO_LIVE_LEASE = (row: string) => `(${row}.lease_expires_at IS NULL OR ${row}.lease_expires_at <= now())`;
+
+const CLAIM_DUE = prepared("outbound_claim_due", `WITH ${leaseAndLoad(`
+       SELECT due.id
+       FROM outbound_deliveries due
+       JOIN outbound_subscriptions s ON s.id = due.subscription_id
+       WHERE due.status = 'pending' AND due.next_attempt_at <= now() AND ${NO_LIVE_LEASE("due")}
+         AND s.status <> 'disabled'
+       ORDER BY due.next_attempt_at
+       LIMIT $1
+       FOR UPDATE OF due SKIP LOCKED`)}`);
 
 /**
  * Claims up to `limit` due deliveries of subscriptions that are not disabled, oldest due first.
@@ -98,27 +105,13 @@ const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
      FROM bumped b
      CROSS JOIN LATERAL (
        SELECT d.id FROM outbound_deliveries d
-       WHERE d.subscription_id = b.id AND d.status = 'pending'
-         AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
+       WHERE d.subscription_id = b.id AND d.status = 'pending' AND ${NO_LIVE_LEASE("d")}
        ORDER BY d.created_at, d.id
        LIMIT 1
        FOR UPDATE SKIP LOCKED
      ) p
    ),
-   claimed AS (
-     -- As in claimDueDeliveries: rows by primary key, joins on the returned rows only.
-     UPDATE outbound_deliveries d
-     SET lease_token = $2::uuid,
-         lease_expires_at = now() + $3::float8 * interval '1 second',
-         claims = d.claims + 1,
-         updated_at = now()
-     WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
-     RETURNING d.id, d.event_id, d.subscription_id, d.attempts
-   )
-   SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
-   FROM claimed c
-   JOIN outbound_events e ON e.id = c.event_id
-   JOIN outbound_subscriptions s ON s.id = c.subscription_id`);
+   ${leaseAndLoad("SELECT id FROM picked")}`);
 
 /**
  * For each disabled subscription whose probe is due (circuit-breaker disables only; 410 Gone has no
