@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { describeEachBackend } from "../support/databases.js";
 import { chromiumAvailable, launchChromium } from "./chromium.js";
-import { makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+import { makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
 const suite = chromiumAvailable ? describeEachBackend : (title: string) => describe.skip(title, () => { it("needs Chromium", () => {}); });
 
@@ -15,16 +15,9 @@ suite("admin page in Chromium", (ctx) => {
   let receiver: TestReceiver;
   let browser: Browser;
 
-  beforeAll(async () => {
-    receiver = await startTestReceiver();
-    t = await startTestPlatform(ctx.db);
-    browser = await launchChromium();
-  }, 180_000);
-  afterAll(async () => {
-    await browser?.close();
-    await t?.stop();
-    await receiver?.close();
-  });
+  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
+  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
+  afterAll(async () => { await browser?.close(); });
 
   it("replays a dead letter from the page and shows it delivered", async () => {
     receiver.answer = 400; // permanent: dead at the first attempt

@@ -1,19 +1,12 @@
 /** The admin page's HTTP surface: static files with a strict CSP, and the stats endpoint. */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { describeEachBackend } from "../support/databases.js";
-import { makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+import { makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
 describeEachBackend("admin routes", (ctx) => {
   let t: TestPlatform;
   let receiver: TestReceiver;
-  beforeAll(async () => {
-    receiver = await startTestReceiver();
-    t = await startTestPlatform(ctx.db);
-  }, 180_000);
-  afterAll(async () => {
-    await t?.stop();
-    await receiver?.close();
-  });
+  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
 
   it("serves the page and its files without a token, with a CSP that allows only their own script", async () => {
     const page = await fetch(`${t.baseUrl}/admin`);

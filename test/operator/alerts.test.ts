@@ -1,22 +1,15 @@
 /** The alert hook: one alert per new dead letter or quarantined entry, through our own outbox. */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { ALERT_SUBSCRIPTION_DESCRIPTION, ensureAlertSubscription, scanForAlerts } from "../../shared/alerts.js";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { describeEachBackend } from "../support/databases.js";
-import { eventually, makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+import { eventually, makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
 describeEachBackend("alerts", (ctx) => {
   let t: TestPlatform;
   let receiver: TestReceiver;
   const secret = generateSecret();
-  beforeAll(async () => {
-    receiver = await startTestReceiver();
-    t = await startTestPlatform(ctx.db);
-  }, 180_000);
-  afterAll(async () => {
-    await t?.stop();
-    await receiver?.close();
-  });
+  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
 
   it("keeps one system subscription for the alert URL, following URL and secret changes", async () => {
     const id = await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret);

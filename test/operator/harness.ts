@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { Writable } from "node:stream";
+import { afterAll, beforeAll } from "vitest";
 import { loadConfig, type Config } from "../../shared/config.js";
 import type { Database } from "../../shared/db/port.js";
 import { mapPlatformError, startPlatform, type Platform } from "../../shared/platform.js";
@@ -131,4 +132,22 @@ export async function makeDeadLetter(t: TestPlatform, url: string, tag: string):
   const deliveryId: string = event.deliveries[0].id;
   await eventually(`${deliveryId} to be dead`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(deliveryId)}`)).status === "dead");
   return { deliveryId, subscriptionId: sub.id, secret: sub.secrets[0] };
+}
+
+/**
+ * For a suite: a test receiver and the platform on `db`, started before its tests and stopped
+ * after them; `use` receives them once started.
+ */
+export function usePlatformAndReceiver(db: () => Database, use: (platform: TestPlatform, receiver: TestReceiver) => void): void {
+  let platform: TestPlatform | undefined;
+  let receiver: TestReceiver | undefined;
+  beforeAll(async () => {
+    receiver = await startTestReceiver();
+    platform = await startTestPlatform(db());
+    use(platform, receiver);
+  }, 180_000);
+  afterAll(async () => {
+    await platform?.stop();
+    await receiver?.close();
+  });
 }
