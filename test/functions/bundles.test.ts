@@ -1,20 +1,21 @@
 /**
- * What each Azure function bundle may contain (from the esbuild metafiles of a real
- * `buildFunctions` run): only what its function can reach. The sizes themselves are the
- * benchmark's business (bench/functions.ts), not a test's.
+ * The function bundles of a real `buildFunctions` run: each under the 1 MiB the issue sets (a size,
+ * deterministic, unlike the cold-start times, which are the benchmark's business:
+ * bench/functions.ts), and, for Azure, only what each function can reach (esbuild metafiles).
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildFunctions } from "../../functions/build.js";
+import { buildFunctions, type BuiltFunction } from "../../functions/build.js";
 
 let outDir: string;
+let built: BuiltFunction[];
 const inputs = new Map<string, string[]>();
 
 beforeAll(async () => {
   outDir = await mkdtemp(join(tmpdir(), "azure-bundles-"));
-  await buildFunctions(outDir);
+  built = await buildFunctions(outDir);
   for (const name of ["ingest", "processor", "relay"]) {
     const meta = JSON.parse(await readFile(join(outDir, "azure", `${name}.meta.json`), "utf8")) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
     inputs.set(name, Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)));
@@ -23,6 +24,15 @@ beforeAll(async () => {
 afterAll(async () => { await rm(outDir, { recursive: true, force: true }); });
 
 const has = (name: string, pattern: RegExp) => inputs.get(name)!.some((file) => pattern.test(file));
+
+describe("every function bundle", () => {
+  it("is under 1 MiB minified, all chunks counted (what is zipped)", () => {
+    expect(built.map((f) => `${f.cloud}/${f.name}`).sort()).toEqual(
+      ["aws/ingest", "aws/processor", "aws/relay", "azure/ingest", "azure/processor", "azure/relay", "gcp/ingest", "gcp/processor", "gcp/relay"],
+    );
+    for (const f of built) expect(f.bytes, `${f.cloud}/${f.name}`).toBeLessThan(1024 * 1024);
+  });
+});
 
 describe("Azure function bundles", () => {
   it("carry no @azure/identity, MSAL or @azure/storage-blob: our credential and Blob REST client instead", () => {
