@@ -10,14 +10,24 @@
  * database, created and dropped here. The machine is shared, so contenders are interleaved over
  * several rounds and the median of each is reported.
  *
+ * Per contender it also reports the CPU spent per event by its own process (relay, worker, HTTP
+ * client or autocannon), by the PostgreSQL backends serving it and by the receiver, over exactly
+ * that run's measured window. All of them share this machine's cores, so
+ * cores × 1e6 / (their µs per event summed) is a CPU bound on the contender's rate ("CPU bound
+ * events/s"; "bound used %" = measured / bound). From the medians it then works out what the
+ * targets (ours ≥ 2× graphile-worker's best, ours ≥ 70 % of the receiver ceiling) would need:
+ * the CPU per event left for the outbox once the HTTP cost alone (transport-alone row) is paid,
+ * against what ours spends. Bounds at 100 % of every core, not predictions (bench/outbound/budget.ts).
+ *
  *   npm run bench:outbound
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
  */
 import { availableParallelism, loadavg } from "node:os";
+import { cpuBound, targetNeeds, type Cost } from "./outbound/budget.js";
 import { measureCeiling } from "./outbound/ceiling.js";
 import { runGraphile } from "./outbound/graphile.js";
 import { runOurs } from "./outbound/ours.js";
-import { startReceiver } from "./outbound/support.js";
+import { type ReceiverStats, type RunResult, startReceiver } from "./outbound/support.js";
 import { measureTransport } from "./outbound/transportOnly.js";
 import { median, printTable } from "./table.js";
 
@@ -26,25 +36,38 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 5);
 
-interface Sample { perSecond: number; cpuUsPerEvent: number | null; dbCpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
-interface Contender { name: string; kind: "ours" | "graphile" | "reference" | "diagnostic"; run: (url: string) => Promise<Sample> }
+interface Sample { perSecond: number; cpuUsPerEvent: number; dbCpuUsPerEvent: number | null; rxCpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
+/** `rx` reads the receiver's stats, so each run records the receiver's CPU over its own window. */
+interface Contender { name: string; kind: "ours" | "graphile" | "reference" | "diagnostic"; run: (url: string, rx: ReceiverStats) => Promise<Sample> }
 
 const C = CONNECTIONS;
 const contenders: Contender[] = [
   // The relay's defaults (concurrency 256, batch 250, 2 completion writers), HTTP capped at the connections.
-  { name: `our relay, defaults (concurrency 256, batch 250, 2 writers)`, kind: "ours", run: (u) => runOurs(u, EVENTS, C, 256, 250).then(fromRun) },
-  { name: `our relay, tuned (concurrency ${8 * C}, batch 250, 3 writers)`, kind: "ours", run: (u) => runOurs(u, EVENTS, C, 8 * C, 250, { completionWriters: 3 }).then(fromRun) },
-  { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u) => runGraphile(u, EVENTS, C, C + 1).then(fromRun) },
-  { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u) => runGraphile(u, EVENTS, C, 500).then(fromRun) },
-  { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u) => runOurs(u, EVENTS, C, 8 * C, 250, { noHttp: true, completionWriters: 3 }).then(fromRun) },
-  { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true }).then(fromRun) },
-  { name: "our transport alone (no database)", kind: "reference", run: (u) => measureTransport(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, enqueuePerSecond: null, notes: [`avg latency ${r.avgLatencyMs.toFixed(1)} ms`] })) },
-  { name: `receiver ceiling (autocannon, ${C} connections)`, kind: "reference", run: (u) => measureCeiling(u, C, CEILING_SECONDS).then((r) => ({ perSecond: r.perSecond, cpuUsPerEvent: null, dbCpuUsPerEvent: null, enqueuePerSecond: null, notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`] })) },
+  { name: `our relay, defaults (concurrency 256, batch 250, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
+  { name: `our relay, tuned (concurrency ${8 * C}, batch 250, 3 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 8 * C, 250, { completionWriters: 3, receiver: rx }).then(fromRun) },
+  { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
+  { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, 500, { receiver: rx }).then(fromRun) },
+  { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u, rx) => runOurs(u, EVENTS, C, 8 * C, 250, { noHttp: true, completionWriters: 3, receiver: rx }).then(fromRun) },
+  { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true, receiver: rx }).then(fromRun) },
+  { name: "our transport alone (no database)", kind: "reference", run: (u, rx) => measureTransport(u, C, CEILING_SECONDS, rx).then((r) => ({
+    perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.sent), enqueuePerSecond: null,
+    notes: [`avg latency ${r.avgLatencyMs.toFixed(1)} ms`, postCheck(r.receiver, r.sent)],
+  })) },
+  { name: `receiver ceiling (autocannon, ${C} connections)`, kind: "reference", run: (u, rx) => measureCeiling(u, C, CEILING_SECONDS, rx).then((r) => ({
+    perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.total), enqueuePerSecond: null,
+    notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`, `autocannon CPU (this process) ${Math.round(r.cpuMsPerEvent * 1000)} µs per request; ${postCheck(r.receiver, r.total)}`],
+  })) },
 ];
 
-function fromRun(r: { perSecond: number; cpuMsPerEvent: number; dbCpuMsPerEvent: number | null; enqueuePerSecond: number; breakdown: string[] }): Sample {
-  return { perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: r.dbCpuMsPerEvent === null ? null : r.dbCpuMsPerEvent * 1000, enqueuePerSecond: r.enqueuePerSecond, notes: r.breakdown };
+function fromRun(r: RunResult): Sample {
+  const us = (ms: number | null) => (ms === null ? null : ms * 1000);
+  return { perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: us(r.dbCpuMsPerEvent), rxCpuUsPerEvent: us(r.receiverCpuMsPerEvent), enqueuePerSecond: r.enqueuePerSecond, notes: r.breakdown };
 }
+
+const rxUs = (rx: { cpuMs: number } | null, events: number) => (rx === null ? null : (rx.cpuMs / events) * 1000);
+/** The receiver's POST count against the sender's, as a check that both measured the same window. */
+const postCheck = (rx: { posts: number; cpuMs: number } | null, sent: number) =>
+  rx === null ? "receiver not read" : `receiver: ${Math.round((rx.cpuMs / sent) * 1000)} µs per request, ${rx.posts} POSTs counted for ${sent} sent`;
 
 const fmt = (n: number | null) => (n === null ? "-" : Math.round(n).toLocaleString("en-US"));
 
@@ -62,7 +85,7 @@ async function main() {
     await measureCeiling(receiver.url, C, 1);
     for (let round = 1; round <= ROUNDS; round++) {
       for (const c of contenders) {
-        const s = await c.run(receiver.url);
+        const s = await c.run(receiver.url, receiver.stats);
         samples.get(c)!.push(s);
         process.stdout.write(`  round ${round}: ${c.name}: ${fmt(s.perSecond)}/s\n`);
       }
@@ -73,19 +96,25 @@ async function main() {
   console.log(`load average at start ${startLoad}, at end ${load()} (cores: ${availableParallelism()}); a shared machine skews every row, the interleaved medians less so`);
 
   const med = (c: Contender) => median(samples.get(c)!.map((s) => s.perSecond));
+  const medOf = (c: Contender, pick: (s: Sample) => number | null) => {
+    const xs = samples.get(c)!.map(pick).filter((x): x is number => x !== null);
+    return xs.length ? median(xs) : null;
+  };
   // CPU per event moves far less with the machine's load than throughput does: the process's own
-  // CPU (relay or worker, HTTP client included) and that of the PostgreSQL backends serving it.
-  const rows = [["contender", "events/s (median)", "min", "max", "enqueue/s", "process CPU µs/event", "PostgreSQL CPU µs/event"]];
+  // CPU (relay, worker, HTTP client or autocannon), the PostgreSQL backends' and the receiver's.
+  // A missing PostgreSQL reading counts as 0 in the bound (rows without a database).
+  const cost = (c: Contender): Cost => ({ perSecond: med(c), processUs: medOf(c, (s) => s.cpuUsPerEvent)!, dbUs: medOf(c, (s) => s.dbCpuUsPerEvent) ?? 0, receiverUs: medOf(c, (s) => s.rxCpuUsPerEvent) ?? 0 });
+  const cores = availableParallelism();
+  const rows = [["contender", "events/s (median)", "min", "max", "enqueue/s", "process CPU µs/event", "PostgreSQL CPU µs/event", "receiver CPU µs/event", "CPU bound events/s", "bound used %"]];
   for (const c of contenders) {
-    const ss = samples.get(c)!;
-    const per = ss.map((s) => s.perSecond);
-    const enq = ss.map((s) => s.enqueuePerSecond).filter((x): x is number => x !== null);
-    const cpu = ss.map((s) => s.cpuUsPerEvent).filter((x): x is number => x !== null);
-    const db = ss.map((s) => s.dbCpuUsPerEvent).filter((x): x is number => x !== null);
-    rows.push([c.name, fmt(med(c)), fmt(Math.min(...per)), fmt(Math.max(...per)), enq.length ? fmt(median(enq)) : "-", cpu.length ? fmt(median(cpu)) : "-", db.length ? fmt(median(db)) : "-"]);
+    const per = samples.get(c)!.map((s) => s.perSecond);
+    const bound = cpuBound(cores, cost(c));
+    rows.push([c.name, fmt(med(c)), fmt(Math.min(...per)), fmt(Math.max(...per)), fmt(medOf(c, (s) => s.enqueuePerSecond)), fmt(medOf(c, (s) => s.cpuUsPerEvent)),
+      fmt(medOf(c, (s) => s.dbCpuUsPerEvent)), fmt(medOf(c, (s) => s.rxCpuUsPerEvent)), fmt(bound), `${((med(c) / bound) * 100).toFixed(0)}%`]);
   }
   console.log("");
   printTable(rows);
+  console.log(`CPU bound = ${cores} cores × 1e6 / (process + PostgreSQL + receiver µs/event): the rate if CPU were the only limit, every core 100 % busy with this work`);
 
   const best = (kind: Contender["kind"]) => contenders.filter((c) => c.kind === kind).reduce((a, b) => (med(a) >= med(b) ? a : b));
   const ours = best("ours");
@@ -99,6 +128,14 @@ async function main() {
   console.log(`ours (defaults) / graphile-worker (best): ${ratio(oursDefault, graphile).toFixed(2)}x`);
   console.log(`ours (best) / receiver ceiling:          ${(ratio(ours, ceiling) * 100).toFixed(0)}%   target >= 70%: ${ratio(ours, ceiling) >= 0.7 ? "met" : "NOT met"}`);
   console.log(`our transport alone / receiver ceiling:  ${(ratio(transport, ceiling) * 100).toFixed(0)}%`);
+
+  console.log(`\nwhat the targets would need (CPU bounds from the medians above, at 100 % of ${cores} cores; the outbox = relay bookkeeping + PostgreSQL):`);
+  for (const line of [
+    ...targetNeeds(`2× graphile-worker's best (2 × ${fmt(med(graphile))})`, 2 * med(graphile), cores, cost(transport), cost(ours)),
+    ...targetNeeds(`70 % of the receiver ceiling (0.7 × ${fmt(med(ceiling))})`, 0.7 * med(ceiling), cores, cost(transport), cost(ours)),
+  ]) console.log(`  ${line}`);
+  console.log(`  the no-database transport alone reaches ${(ratio(transport, ceiling) * 100).toFixed(0)}% of the ceiling (its CPU bound: ${fmt(cpuBound(cores, cost(transport)))} events/s = ${((cpuBound(cores, cost(transport)) / med(ceiling)) * 100).toFixed(0)}% of the ceiling)`);
+  console.log(`  ours (best, ${ours.name}) measured ${fmt(med(ours))} events/s against its own CPU bound of ${fmt(cpuBound(cores, cost(ours)))}`);
   console.log("\nwhere the time goes (last round):");
   for (const c of contenders) {
     const last = samples.get(c)!.at(-1)!;

@@ -11,11 +11,11 @@ import { Logger, makeWorkerUtils, run, type Task } from "graphile-worker";
 import pg from "pg";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport } from "../../shared/outbound/transport.js";
-import { cpuMsSince, databaseCpu, eventData, freshDatabase, runResult, type RunResult, waitFor } from "./support.js";
+import { cpuMsSince, databaseCpu, eventData, freshDatabase, receiverWindow, type ReceiverStats, runResult, type RunResult, waitFor } from "./support.js";
 
 const quiet = new Logger(() => () => {});
 
-export async function runGraphile(receiverUrl: string, events: number, concurrency: number, localQueueSize: number, options: { noHttp?: boolean } = {}): Promise<RunResult> {
+export async function runGraphile(receiverUrl: string, events: number, concurrency: number, localQueueSize: number, options: { noHttp?: boolean; receiver?: ReceiverStats } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_graphile");
   const transport = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: concurrency });
   const secrets = [generateSecret()];
@@ -47,6 +47,14 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
     emitter.on("job:success", () => { succeeded += 1; });
     emitter.on("job:error", () => { failed += 1; });
 
+    // The pool graphile-worker would make itself (connection string, max size), made here so its
+    // end can be awaited before the database is dropped: stop() ends the pool it made without
+    // waiting and removes its error handler, so a connection still closing when DROP DATABASE …
+    // WITH (FORCE) terminated it raised an unhandled 'error' and killed the benchmark.
+    const pgPool = new pg.Pool({ connectionString: fresh.url, max: Math.min(concurrency + 2, 30) });
+    pgPool.on("error", () => {});
+    pgPool.on("connect", (client) => client.on("error", () => {}));
+    const rx = await receiverWindow(options.receiver);
     const dbCpu = await databaseCpu(fresh.url);
     const cpu = process.cpuUsage();
     const start = performance.now();
@@ -55,11 +63,10 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
       noHandleSignals: true,
       logger: quiet,
       events: emitter as never,
+      pgPool,
       preset: {
         worker: {
-          connectionString: fresh.url,
           concurrentJobs: concurrency,
-          maxPoolSize: Math.min(concurrency + 2, 30),
           pollInterval: 200,
           useNodeTime: true,
           localQueue: { size: localQueueSize },
@@ -76,10 +83,12 @@ export async function runGraphile(receiverUrl: string, events: number, concurren
     const seconds = (performance.now() - start) / 1000;
     const cpuMs = cpuMsSince(cpu);
     const dbCpuMs = await dbCpu.sinceMs();
+    const receiver = await rx.end();
     await check.end();
     await runner.stop();
+    await pgPool.end();
     if (failed > 0) throw new Error(`${failed} graphile-worker jobs failed: the benchmark is void`);
-    return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "process" }, [
+    return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "process", receiver, expectedPosts: options.noHttp ? 0 : events }, [
       `concurrentJobs ${concurrency}, localQueue.size ${localQueueSize}, completeJobBatchDelay 0, useNodeTime, pool ${Math.min(concurrency + 2, 30)}`,
     ]);
   } finally {

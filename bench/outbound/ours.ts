@@ -6,11 +6,11 @@
 import { performance } from "node:perf_hooks";
 import { openDatabase } from "../../shared/db/open.js";
 import type { Database, Queryable, Transaction } from "../../shared/db/port.js";
-import { enqueue } from "../../shared/outbound/enqueue.js";
+import { enqueueMany } from "../../shared/outbound/enqueue.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
-import { cpuMsSince, databaseCpu, eventData, freshDatabase, runResult, type RunResult, waitFor } from "./support.js";
+import { cpuMsSince, databaseCpu, eventData, freshDatabase, receiverWindow, type ReceiverStats, runResult, type RunResult, waitFor } from "./support.js";
 
 
 interface Timer { calls: number; ms: number }
@@ -61,27 +61,21 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
  * @param connections HTTP connections to the receiver (the transport's pool): the same for every contender.
  * @param concurrency the relay's `concurrency`: deliveries held at once (waiting for an HTTP turn, in
  *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
+ * @param options.receiver reads the receiver's CPU, so its cost over the relay phase is recorded too.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> } } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
     await createSubscription(db, { url: `${receiverUrl}/ours`, eventTypes: ["bench.*"] });
-    // Enqueue as an application would: many transactions, a few at a time (8 writers, 200 events each).
+    // Enqueued the way graphile-worker's jobs are added below (its batch API, `addJobs`, 500 per
+    // call, one call after another): `enqueueMany`, 500 events per transaction.
     const enqStart = performance.now();
-    const perTx = 200;
-    let next = 0;
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      while (next < events) {
-        const from = next;
-        next += perTx;
-        await db.transaction(async (tx) => {
-          for (let j = from; j < Math.min(events, from + perTx); j++) {
-            await enqueue(tx, { id: `evt_${j}`, type: "bench.created", data: eventData(j) });
-          }
-        });
-      }
-    }));
+    const perTx = 500;
+    for (let from = 0; from < events; from += perTx) {
+      const batch = Array.from({ length: Math.min(events, from + perTx) - from }, (_, k) => ({ id: `evt_${from + k}`, type: "bench.created", data: eventData(from + k) }));
+      await db.transaction((tx) => enqueueMany(tx, batch));
+    }
     const enqueueSeconds = (performance.now() - enqStart) / 1000;
 
     const t = timed();
@@ -110,6 +104,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
       },
     });
     await options.around?.start(); // e.g. a CPU profiler, for the relay phase only
+    const rx = await receiverWindow(options.receiver);
     const dbCpu = await databaseCpu(fresh.url);
     const cpu = process.cpuUsage();
     const start = performance.now();
@@ -118,13 +113,14 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     const seconds = (performance.now() - start) / 1000;
     const cpuMs = cpuMsSince(cpu);
     const dbCpuMs = await dbCpu.sinceMs();
+    const receiver = await rx.end();
     await options.around?.stop();
     await relay.stop();
     await transport.close();
     if (failed > 0) throw new Error(`${failed} deliveries did not succeed: the benchmark is void`);
     const wall = seconds * 1000;
     const avg = (x: Timer) => (x.calls ? x.ms / x.calls : 0);
-    return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "relay process" }, [
+    return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "relay process", receiver, expectedPosts: options.noHttp ? 0 : events }, [
       `concurrency ${concurrency}, batch ${batchSize}: claims: ${t.claim.calls} queries, avg ${avg(t.claim).toFixed(1)} ms, ${((t.claim.ms / wall) * 100).toFixed(0)}% of wall time (summed: up to 2 run at once)`,
       `completion writes: ${t.complete.calls} transactions, avg ${avg(t.complete).toFixed(1)} ms (${(events / Math.max(1, t.complete.calls)).toFixed(0)} per batch), ${options.completionWriters ?? 2} at once: summed time ${((t.complete.ms / wall) * 100).toFixed(0)}% of wall time`,
       `HTTP: avg ${avg(t.http).toFixed(2)} ms per attempt (pool queueing included), ${connections} connections`,

@@ -41,6 +41,25 @@ export async function startReceiver(): Promise<Receiver> {
   };
 }
 
+/** Reads the receiver's POST count and CPU ms so far (`Receiver.stats`), handed to each run. */
+export type ReceiverStats = Receiver["stats"];
+
+/**
+ * The receiver's CPU and POSTs over one run's measured window: everything shares the machine's
+ * cores, so what the receiver burns per event limits every contender's rate as much as their own
+ * CPU does. Without a reader (warm-up runs) `end()` gives null.
+ */
+export async function receiverWindow(stats?: ReceiverStats): Promise<{ end(): Promise<{ posts: number; cpuMs: number } | null> }> {
+  const start = stats ? await stats() : null;
+  return {
+    async end() {
+      if (!stats || !start) return null;
+      const now = await stats();
+      return { posts: now.count - start.count, cpuMs: now.cpuMs - start.cpuMs };
+    },
+  };
+}
+
 /** Creates an empty database on the server; `drop` removes it (connections forced out). */
 export const freshDatabase = (prefix: string) => createServerDatabase(prefix, ADMIN_URL);
 
@@ -87,17 +106,25 @@ export interface RunResult {
   cpuMsPerEvent: number;
   /** CPU of the PostgreSQL backends serving the run, per event (null where /proc cannot tell). */
   dbCpuMsPerEvent: number | null;
+  /** CPU of the receiver process over the run, per event (null when no reader was given). */
+  receiverCpuMsPerEvent: number | null;
   breakdown: string[];
 }
 
 /** A run's result from its raw measures; the CPU line closes the contender's own breakdown. */
 export function runResult(
-  m: { events: number; enqueueSeconds: number; seconds: number; cpuMs: number; dbCpuMs: number | null; process: string },
+  m: {
+    events: number; enqueueSeconds: number; seconds: number; cpuMs: number; dbCpuMs: number | null; process: string;
+    /** The receiver over the same window, and how many POSTs it should have seen (0 without HTTP). */
+    receiver: { posts: number; cpuMs: number } | null; expectedPosts: number;
+  },
   breakdown: string[],
 ): RunResult {
   const perEvent = (ms: number) => ((ms / m.events) * 1000).toFixed(0);
   const cpuLine = `${m.process} CPU: ${perEvent(m.cpuMs)} µs per event (${((m.cpuMs / (m.seconds * 1000)) * 100).toFixed(0)}% of one core)`
-    + (m.dbCpuMs === null ? "" : `; its PostgreSQL backends: ${perEvent(m.dbCpuMs)} µs per event`);
+    + (m.dbCpuMs === null ? "" : `; its PostgreSQL backends: ${perEvent(m.dbCpuMs)} µs per event`)
+    + (m.receiver === null ? "" : `; receiver: ${perEvent(m.receiver.cpuMs)} µs per event`
+      + (m.receiver.posts === m.expectedPosts ? "" : ` (it counted ${m.receiver.posts} POSTs, expected ${m.expectedPosts})`));
   return {
     events: m.events,
     enqueuePerSecond: m.events / m.enqueueSeconds,
@@ -105,6 +132,7 @@ export function runResult(
     perSecond: m.events / m.seconds,
     cpuMsPerEvent: m.cpuMs / m.events,
     dbCpuMsPerEvent: m.dbCpuMs === null ? null : m.dbCpuMs / m.events,
+    receiverCpuMsPerEvent: m.receiver === null ? null : m.receiver.cpuMs / m.events,
     breakdown: [...breakdown, cpuLine],
   };
 }

@@ -6,14 +6,17 @@
 import { performance } from "node:perf_hooks";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport } from "../../shared/outbound/transport.js";
-import { cpuMsSince, eventData } from "./support.js";
+import { cpuMsSince, eventData, receiverWindow, type ReceiverStats } from "./support.js";
 
-export async function measureTransport(receiverUrl: string, concurrency: number, seconds: number): Promise<{ perSecond: number; cpuMsPerEvent: number; avgLatencyMs: number }> {
+export interface TransportResult { perSecond: number; sent: number; cpuMsPerEvent: number; avgLatencyMs: number; receiver: { posts: number; cpuMs: number } | null }
+
+export async function measureTransport(receiverUrl: string, concurrency: number, seconds: number, receiverStats?: ReceiverStats): Promise<TransportResult> {
   const transport = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: concurrency });
   const secrets = [generateSecret()];
   const body = JSON.stringify({ id: "evt_t", type: "bench.created", timestamp: new Date().toISOString(), data: eventData(7) });
   let sent = 0;
   let latency = 0;
+  const rx = await receiverWindow(receiverStats);
   const cpu = process.cpuUsage();
   const start = performance.now();
   const end = start + seconds * 1000;
@@ -27,6 +30,7 @@ export async function measureTransport(receiverUrl: string, concurrency: number,
   }));
   const elapsed = (performance.now() - start) / 1000;
   const cpuMs = cpuMsSince(cpu);
+  const receiver = await rx.end();
   await transport.close();
-  return { perSecond: sent / elapsed, cpuMsPerEvent: cpuMs / sent, avgLatencyMs: latency / sent };
+  return { perSecond: sent / elapsed, sent, cpuMsPerEvent: cpuMs / sent, avgLatencyMs: latency / sent, receiver };
 }

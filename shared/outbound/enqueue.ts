@@ -105,23 +105,62 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
 }
 
 // Enqueue's statements, prepared once per connection of our own pool (shared/db/prepared.ts).
-const INSERT_EVENT = prepared("outbound_insert_event", `INSERT INTO outbound_events (id, type, body) VALUES ($1, $2, $3)
-   ON CONFLICT (id) DO NOTHING
-   RETURNING id`);
-const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AS same FROM outbound_events WHERE id = $1`);
-const FAN_OUT = prepared("outbound_fan_out", `INSERT INTO outbound_deliveries (id, event_id, subscription_id)
-   SELECT $1 || ':' || s.id, $1, s.id
-   FROM outbound_subscriptions s
-   WHERE EXISTS (
-     SELECT 1 FROM unnest(s.event_types) AS p(pattern)
-     WHERE p.pattern = $2
-        OR p.pattern = '*'
-        OR (right(p.pattern, 2) = '.*' AND starts_with($2, left(p.pattern, -1)))
+
+/**
+ * The whole outbox write in one statement: the new events, their fan-out (one delivery per
+ * subscription whose patterns match the type) and the NOTIFY that wakes relays at commit. One
+ * round trip instead of three per event, and atomic even when the caller runs it outside a
+ * transaction (an event never exists without its deliveries). Events whose id exists already are
+ * left alone and not returned; the caller compares them (a repeat, or a conflict).
+ * Input is sorted by id, so two transactions enqueueing overlapping batches take their unique-key
+ * locks in the same order and cannot deadlock on each other.
+ */
+const enqueueStatement = (input: string) => `WITH input AS (
+     ${input}
+   ),
+   inserted AS (
+     INSERT INTO outbound_events (id, type, body)
+     SELECT id, type, body FROM input
+     ON CONFLICT (id) DO NOTHING
+     RETURNING id, type
+   ),
+   fanned AS (
+     INSERT INTO outbound_deliveries (id, event_id, subscription_id)
+     SELECT e.id || ':' || s.id, e.id, s.id
+     FROM inserted e
+     JOIN outbound_subscriptions s ON EXISTS (
+       SELECT 1 FROM unnest(s.event_types) AS p(pattern)
+       WHERE p.pattern = e.type
+          OR p.pattern = '*'
+          OR (right(p.pattern, 2) = '.*' AND starts_with(e.type, left(p.pattern, -1)))
+     )
+     ORDER BY e.id, s.id
+     RETURNING id, event_id, subscription_id, status
+   ),
+   -- Delivered by PostgreSQL only if and when the transaction commits; one per statement is enough.
+   woken AS (
+     SELECT pg_notify($4, '') FROM (SELECT 1 FROM fanned LIMIT 1) AS any_delivery
    )
-   ORDER BY s.id
-   RETURNING id, subscription_id AS "subscriptionId", status`);
+   SELECT 'event' AS kind, id AS event_id, NULL AS id, NULL AS subscription_id, NULL AS status FROM inserted
+   UNION ALL
+   SELECT 'delivery', event_id, id, subscription_id, status FROM fanned
+   UNION ALL
+   SELECT 'notified', NULL, NULL, NULL, NULL FROM woken`;
+/**
+ * One event: plain parameters, not arrays. PostgreSQL re-plans a prepared statement for every run
+ * while the plan for its actual values looks cheaper than the generic one, which a one-element
+ * array always does (the generic plan guesses 100 elements): planning this CTE then cost as much
+ * as running it (measured: 210 against 100 µs of server CPU per event).
+ */
+const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement("SELECT $1::text AS id, $2::text AS type, $3::text AS body"));
+const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(`SELECT i.id, i.type, i.body
+     FROM unnest($1::text[], $2::text[], $3::text[]) AS i(id, type, body)
+     ORDER BY i.id`));
+const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AS same FROM outbound_events WHERE id = $1`);
 const DELIVERIES_OF = prepared("outbound_deliveries_of", `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`);
-const NOTIFY = prepared("outbound_notify", "SELECT pg_notify($1, '')");
+
+/** Most events one `enqueueMany` call takes: one statement carries them all. */
+export const MAX_EVENTS_PER_BATCH = 1000;
 
 /**
  * Writes `event` in the caller's transaction and fans it out: one delivery per subscription whose
@@ -140,40 +179,101 @@ const NOTIFY = prepared("outbound_notify", "SELECT pg_notify($1, '')");
  */
 export function enqueue(tx: Queryable, event: OutboundEvent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
   return withSpan(SPANS.outboxEnqueue, { "webhooks.event.type": typeof event?.type === "string" ? event.type.slice(0, 100) : undefined }, async (span) => {
-    const result = await enqueueInTransaction(tx, event, options);
-    setSpanAttributes(span, { "webhooks.event.id": result.eventId, "webhooks.event.created": result.created, "webhooks.deliveries": result.deliveries.length });
-    return result;
+    const [result] = await write(tx, [prepareEvent(event, options)]);
+    setSpanAttributes(span, { "webhooks.event.id": result!.eventId, "webhooks.event.created": result!.created, "webhooks.deliveries": result!.deliveries.length });
+    return result!;
   });
 }
 
-async function enqueueInTransaction(tx: Queryable, event: OutboundEvent, options: EnqueueOptions): Promise<EnqueueResult> {
-  const checked = prepareEvent(event, options);
-  const inserted = await tx.query<{ id: string }>(
-    INSERT_EVENT,
-    [checked.id, checked.type, checked.body],
-  );
-  if (inserted.rows.length === 0) {
-    // Same id seen before: equal type and data (as JSON values) is a repeat, anything else a conflict.
-    const same = await tx.query<{ same: boolean }>(
-      SAME_EVENT,
-      [checked.id, checked.type, checked.dataJson],
-    );
-    if (!same.rows[0]?.same) throw new EventConflictError(checked.id);
-    return { eventId: checked.id, created: false, deliveries: await deliveriesOf(tx, checked.id) };
+/**
+ * `enqueue` for several events at once, in one statement: what a transaction that produces many
+ * events (an import, a batch job) should call. All are validated before anything is written; one
+ * invalid event rejects the call, naming it by its index (`events[3]: …`), and writes nothing.
+ * Results come in the order of `events`. An id repeated within the batch must carry the same type
+ * and data (its later occurrences are reported `created: false`), as across calls.
+ * @example
+ * await db.transaction((tx) => enqueueMany(tx, orders.map((o) => ({ id: `order-${o.id}-paid`, type: "order.paid", data: o }))));
+ */
+export function enqueueMany(tx: Queryable, events: readonly OutboundEvent[], options: EnqueueOptions = {}): Promise<EnqueueResult[]> {
+  if (!Array.isArray(events)) return Promise.reject(new OutboundValidationError("Invalid events: expected an array of events."));
+  if (events.length > MAX_EVENTS_PER_BATCH) {
+    return Promise.reject(new OutboundValidationError(`Invalid events: ${events.length} events in one batch, over the limit of ${MAX_EVENTS_PER_BATCH}; split them into several calls (in the same transaction if they must commit together).`));
   }
-  const { rows } = await tx.query<EnqueuedDelivery>(
-    FAN_OUT,
-    [checked.id, checked.type],
-  );
-  // Delivered by PostgreSQL only if and when the caller's transaction commits.
-  if (rows.length > 0) await tx.query(NOTIFY, [NOTIFY_CHANNEL]);
-  return { eventId: checked.id, created: true, deliveries: rows };
+  return withSpan(SPANS.outboxEnqueue, { "webhooks.events": events.length }, async (span) => {
+    const checked = events.map((event, index) => {
+      try {
+        return prepareEvent(event, options);
+      } catch (error) {
+        throw inBatch(error, index);
+      }
+    });
+    const results = await write(tx, checked);
+    setSpanAttributes(span, { "webhooks.deliveries": results.reduce((n, r) => n + (r.created ? r.deliveries.length : 0), 0) });
+    return results;
+  });
 }
 
-async function deliveriesOf(q: Queryable, eventId: string): Promise<EnqueuedDelivery[]> {
-  const { rows } = await q.query<EnqueuedDelivery>(
-    DELIVERIES_OF,
-    [eventId],
-  );
+/** A validation error of one event of a batch, located in the batch. */
+function inBatch(error: unknown, index: number): unknown {
+  if (error instanceof PayloadTooLargeError) {
+    return Object.assign(new PayloadTooLargeError(error.sizeBytes, error.limitBytes), { message: `events[${index}]: ${error.message}` });
+  }
+  if (error instanceof OutboundValidationError) {
+    return new OutboundValidationError(
+      `events[${index}]: ${error.message}`,
+      error.issues.map((issue) => ({ path: `[${index}].${issue.path}`, message: issue.message })),
+      { cause: error },
+    );
+  }
+  return error;
+}
+
+type Checked = ReturnType<typeof prepareEvent>;
+
+async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]> {
+  if (events.length === 0) return [];
+  // An id twice in one batch is written once; the repeat must be the same event.
+  const unique = new Map<string, Checked>();
+  for (const event of events) {
+    const first = unique.get(event.id);
+    if (!first) unique.set(event.id, event);
+    else if (first.type !== event.type || first.dataJson !== event.dataJson) throw new EventConflictError(event.id);
+  }
+  const batch = [...unique.values()];
+  const [text, values] = batch.length === 1
+    ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL]]
+    : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL]];
+  const { rows } = await tx.query<{ kind: "event" | "delivery" | "notified"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }>(text, values);
+  const created = new Map<string, EnqueuedDelivery[]>();
+  for (const row of rows) if (row.kind === "event") created.set(row.event_id, []);
+  for (const row of rows) {
+    if (row.kind === "delivery") created.get(row.event_id)!.push({ id: row.id, subscriptionId: row.subscription_id, status: row.status });
+  }
+  const reported = new Set<string>();
+  const repeats = new Map<string, EnqueuedDelivery[]>();
+  const results: EnqueueResult[] = [];
+  for (const event of events) {
+    const deliveries = created.get(event.id);
+    if (deliveries) {
+      // Its first occurrence was written now; a later one in the same batch is a repeat of it.
+      results.push({ eventId: event.id, created: !reported.has(event.id), deliveries });
+      reported.add(event.id);
+      continue;
+    }
+    // The id existed before this call: equal type and data (as JSON values) is a repeat, anything else a conflict.
+    let existing = repeats.get(event.id);
+    if (!existing) {
+      existing = await repeatOf(tx, event);
+      repeats.set(event.id, existing);
+    }
+    results.push({ eventId: event.id, created: false, deliveries: existing });
+  }
+  return results;
+}
+
+async function repeatOf(tx: Queryable, event: Checked): Promise<EnqueuedDelivery[]> {
+  const same = await tx.query<{ same: boolean }>(SAME_EVENT, [event.id, event.type, event.dataJson]);
+  if (!same.rows[0]?.same) throw new EventConflictError(event.id);
+  const { rows } = await tx.query<EnqueuedDelivery>(DELIVERIES_OF, [event.id]);
   return rows;
 }

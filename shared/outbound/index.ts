@@ -1,5 +1,5 @@
 /** Outbound delivery's public API: import from here. See docs/outbound.md. */
-export { enqueue, prepareEvent, DEFAULT_MAX_PAYLOAD_BYTES, type OutboundEvent, type EnqueueResult, type EnqueuedDelivery, type EnqueueOptions } from "./enqueue.js";
+export { enqueue, enqueueMany, prepareEvent, DEFAULT_MAX_PAYLOAD_BYTES, MAX_EVENTS_PER_BATCH, type OutboundEvent, type EnqueueResult, type EnqueuedDelivery, type EnqueueOptions } from "./enqueue.js";
 export { createSubscription, getSubscription, listSubscriptions, enableSubscription, rotateSecrets, subscriptionInputSchema, type Subscription, type SubscriptionInput, type SubscriptionStatus, type SubscriptionHealth } from "./subscriptions.js";
 export { createRelay, type Relay, type RelayOptions } from "./relay.js";
 export { createRelayLoop, type RelayLoop, type RelayLoopCallbacks, type RelayLoopOptions } from "./relayLoop.js";

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  createSubscription, enqueue, EventConflictError, listDeliveries, matchesEventType, NOTIFY_CHANNEL,
+  createSubscription, enqueue, enqueueMany, EventConflictError, MAX_EVENTS_PER_BATCH, listDeliveries, matchesEventType, NOTIFY_CHANNEL,
   OutboundValidationError, PayloadTooLargeError,
 } from "../../shared/outbound/index.js";
 import { describeEachBackend } from "../support/databases.js";
@@ -136,6 +136,80 @@ describeEachBackend("outbound enqueue", (ctx) => {
     const { rows } = await ctx.db.query<{ body: string }>("SELECT body FROM outbound_events WHERE id = $1", [r.eventId]);
     expect(JSON.parse(rows[0]!.body)).toEqual({ id: r.eventId, type: "order.paid", timestamp: "2026-01-02T03:04:05.000Z", data: { x: "é" } });
     expect(r.deliveries).toEqual([{ id: `${r.eventId}:${s.id}`, subscriptionId: s.id, status: "pending" }]);
+  });
+
+  it("enqueueMany writes a batch in one statement: results in input order, each event fanned out, one NOTIFY", async () => {
+    const orders = await sub(["order.*"]);
+    const all = await sub(["*"]);
+    const got: string[] = [];
+    const stop = await ctx.db.listen(NOTIFY_CHANNEL, (p) => got.push(p));
+    try {
+      const results = await ctx.db.transaction((tx) => enqueueMany(tx, [
+        { id: "b3", type: "order.paid", data: { n: 3 } },
+        { id: "b1", type: "invoice.sent", data: { n: 1 } },
+        { id: "b2", type: "order.shipped", data: null },
+      ]));
+      expect(results.map((r) => [r.eventId, r.created])).toEqual([["b3", true], ["b1", true], ["b2", true]]);
+      expect(results[0]!.deliveries.map((d) => d.subscriptionId).sort()).toEqual([orders.id, all.id].sort());
+      expect(results[1]!.deliveries).toEqual([{ id: `b1:${all.id}`, subscriptionId: all.id, status: "pending" }]);
+      for (const r of results) for (const d of r.deliveries) expect(d.id).toBe(`${r.eventId}:${d.subscriptionId}`);
+      const stored = await ctx.db.query<{ event_id: string }>("SELECT event_id FROM outbound_deliveries ORDER BY event_id");
+      expect(stored.rows.map((r) => r.event_id)).toEqual(["b1", "b2", "b2", "b3", "b3"]);
+      await waitFor("a notification", () => got.length > 0, 5000);
+      await ctx.db.query("SELECT pg_notify('outbound_test_barrier', '')");
+      expect(got).toHaveLength(1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it("enqueueMany: repeats within and across batches are reported, not rewritten; a changed repeat is a conflict", async () => {
+    const s = await sub(["order.*"]);
+    await enqueue(ctx.db, { id: "old", type: "order.paid", data: { a: 1, b: 2 } });
+    const results = await enqueueMany(ctx.db, [
+      { id: "new", type: "order.paid", data: { x: 1 } },
+      { id: "old", type: "order.paid", data: { b: 2, a: 1 } }, // the same JSON value, keys reordered
+      { id: "new", type: "order.paid", data: { x: 1 } },
+    ]);
+    expect(results.map((r) => [r.eventId, r.created])).toEqual([["new", true], ["old", false], ["new", false]]);
+    expect(results[1]!.deliveries).toEqual([{ id: `old:${s.id}`, subscriptionId: s.id, status: "pending" }]);
+    expect(results[2]!.deliveries).toEqual(results[0]!.deliveries);
+    expect((await ctx.db.query("SELECT 1 FROM outbound_deliveries")).rows).toHaveLength(2);
+
+    await expect(enqueueMany(ctx.db, [
+      { id: "twice", type: "order.paid", data: 1 },
+      { id: "twice", type: "order.paid", data: 2 },
+    ])).rejects.toBeInstanceOf(EventConflictError);
+    expect((await ctx.db.query("SELECT 1 FROM outbound_events WHERE id = 'twice'")).rows).toHaveLength(0);
+
+    // Inside a transaction, a conflict with an earlier event takes the whole batch back with it.
+    await expect(ctx.db.transaction((tx) => enqueueMany(tx, [
+      { id: "fresh", type: "order.paid", data: 1 },
+      { id: "old", type: "order.paid", data: { a: 2 } },
+    ]))).rejects.toThrow(/old was already enqueued with a different type or payload/);
+    expect((await ctx.db.query("SELECT 1 FROM outbound_events WHERE id = 'fresh'")).rows).toHaveLength(0);
+  });
+
+  it("enqueueMany validates every event first and names the bad one; nothing is written", async () => {
+    await sub(["order.*"]);
+    const rejection = <E>(p: Promise<unknown>) => p.then(() => { throw new Error("expected a rejection"); }, (e: unknown) => e as E);
+    const error = await rejection<OutboundValidationError>(enqueueMany(ctx.db, [
+      { id: "v1", type: "order.paid", data: {} },
+      { id: "v2", type: "order..paid", data: {} },
+    ]));
+    expect(error).toBeInstanceOf(OutboundValidationError);
+    expect(error.message).toMatch(/^events\[1\]: Invalid event: type: must be dot-separated/);
+    expect(error.issues[0]?.path).toBe("[1].type");
+    const big = await rejection<PayloadTooLargeError>(
+      enqueueMany(ctx.db, [{ id: "v3", type: "order.paid", data: {} }, { type: "order.paid", data: "x".repeat(2000) }], { maxPayloadBytes: 1024 }),
+    );
+    expect(big).toBeInstanceOf(PayloadTooLargeError);
+    expect(big.message).toMatch(/^events\[1\]: The event body is \d+ bytes, over the limit of 1024 bytes/);
+    const tooMany = Array.from({ length: MAX_EVENTS_PER_BATCH + 1 }, (_, i) => ({ id: `m${i}`, type: "order.paid", data: i }));
+    await expect(enqueueMany(ctx.db, tooMany)).rejects.toThrow(/1001 events in one batch, over the limit of 1000; split them/);
+    await expect(enqueueMany(ctx.db, "nope" as never)).rejects.toThrow(/expected an array of events/);
+    expect((await ctx.db.query("SELECT 1 FROM outbound_events")).rows).toHaveLength(0);
+    expect(await enqueueMany(ctx.db, [])).toEqual([]);
   });
 
   if (ctx.backend === "postgres") {

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { prepared, preparedName } from "../../shared/db/prepared.js";
+import { enqueue } from "../../shared/outbound/enqueue.js";
 import { claimDueDeliveries } from "../../shared/outbound/sql/claimDeliveries.js";
 import { describeEachBackend } from "../support/databases.js";
 
@@ -30,5 +31,22 @@ describeEachBackend("hot statements", (ctx) => {
     });
     if (ctx.backend === "postgres") expect(names).toContain("outbound_claim_due");
     else expect(names).not.toContain("outbound_claim_due");
+  });
+
+  // PostgreSQL keeps re-planning a prepared statement while a plan for the actual values looks
+  // cheaper than the generic plan; for the enqueue CTE, planning cost as much as running it.
+  it("one event's enqueue settles on the generic plan instead of re-planning every time", async () => {
+    const plans = await ctx.db.transaction(async (tx) => {
+      for (let i = 0; i < 10; i++) await enqueue(tx, { id: `plan-${i}`, type: "plan.test", data: i });
+      return (await tx.query<{ generic: string; custom: string }>(
+        "SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = 'outbound_enqueue_one'",
+      )).rows;
+    });
+    await ctx.db.query("DELETE FROM outbound_events WHERE id LIKE 'plan-%'");
+    if (ctx.backend === "pglite") return expect(plans).toEqual([]);
+    // The first five runs are always planned for their values; after that the generic plan is kept.
+    expect(plans).toHaveLength(1);
+    expect(plans[0]!.custom).toBe("5");
+    expect(Number(plans[0]!.generic)).toBeGreaterThanOrEqual(5);
   });
 });

@@ -98,6 +98,10 @@ describeEachBackend("outbound management API", (ctx) => {
       ["POST", "/events", "just a string", 400, "invalid_request", /must be a JSON object/],
       ["POST", "/events", { type: "a.b", data: "x".repeat(3000) }, 413, "payload_too_large", /over the limit of 2048 bytes/],
       ["POST", "/events", { type: "a.b", data: {}, occurredAt: "yesterday" }, 400, "invalid_request", /occurredAt/],
+      ["POST", "/events/batch", [{ type: "a.b", data: {} }], 400, "invalid_request", /\{ "events": \[/],
+      ["POST", "/events/batch", { events: [], extra: 1 }, 400, "invalid_request", /at most 1000 events/],
+      ["POST", "/events/batch", { events: [{ type: "a.b", data: {} }, { type: "a b", data: {} }] }, 400, "invalid_request", /^events\[1\]: Invalid event: type/],
+      ["POST", "/events/batch", { events: [{ type: "a.b", data: "x".repeat(3000) }] }, 413, "payload_too_large", /^events\[0\]: .*over the limit of 2048 bytes/],
       ["GET", "/deliveries?status=lost", undefined, 400, "invalid_request", /status/],
       ["GET", "/deliveries?limit=abc", undefined, 400, "invalid_request", /limit/],
       ["GET", "/deliveries?limit=0", undefined, 400, "invalid_request", /limit/],
@@ -144,7 +148,7 @@ describeEachBackend("outbound management API", (ctx) => {
       { requiredKeys: [] },
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom("/events", "/subscriptions", "/dead-letters/replay"), fc.oneof(shaped, fc.jsonValue()), async (path, body) => {
+      fc.asyncProperty(fc.constantFrom("/events", "/events/batch", "/subscriptions", "/dead-letters/replay"), fc.oneof(shaped, fc.jsonValue()), async (path, body) => {
         const res = await call("POST", path, body);
         expect(res.status, `${path} ${JSON.stringify(body)}`).toBeLessThan(500);
         if (res.status >= 400) expect(typeof res.body.error.message).toBe("string");
@@ -164,7 +168,10 @@ describeEachBackend("outbound management API", (ctx) => {
     expect(again.body.created).toBe(false);
     const clash = await call("POST", "/events", { id: "http-1", type: "order.paid", data: { n: 2 } });
     expect(clash).toMatchObject({ status: 409, body: { error: { code: "event_conflict" } } });
-    await call("POST", "/events", { id: "http-2", type: "order.shipped", data: {} });
+    const batch = await call("POST", "/events/batch", { events: [{ id: "http-1", type: "order.paid", data: { n: 1 } }, { id: "http-2", type: "order.shipped", data: {} }] });
+    expect(batch.status).toBe(201);
+    expect(batch.body.results.map((r: { eventId: string; created: boolean }) => [r.eventId, r.created])).toEqual([["http-1", false], ["http-2", true]]);
+    expect((await call("POST", "/events/batch", { events: [{ id: "http-2", type: "order.shipped", data: {} }] })).status).toBe(200);
 
     const pending = await call("GET", "/deliveries?status=pending");
     expect(pending.body.deliveries.map((d: { id: string }) => d.id)).toEqual([`http-1:${sub.id}`, `http-2:${sub.id}`]);

@@ -7,8 +7,8 @@ import { safeParse } from "../../safeParse.js";
 import type { PlatformContext } from "../../platform.js";
 import { HttpError, type Request, type Route } from "../router.js";
 import {
-  createSubscription, enableSubscription, enqueue, EventConflictError, getDeadLetter, getDelivery, getSubscription,
-  listAttempts, listDeadLetters, rotateSecrets, listDeliveries, listSubscriptions, MAX_BULK_REPLAY, NotADeadLetterError, NotFoundError,
+  createSubscription, enableSubscription, enqueue, enqueueMany, EventConflictError, getDeadLetter, getDelivery, getSubscription,
+  listAttempts, listDeadLetters, rotateSecrets, listDeliveries, listSubscriptions, MAX_BULK_REPLAY, MAX_EVENTS_PER_BATCH, NotADeadLetterError, NotFoundError,
   OutboundValidationError, PayloadTooLargeError, replayDeadLetter, replayDeadLetters,
 } from "../../outbound/index.js";
 import { formatPath } from "../../outbound/validation.js";
@@ -113,6 +113,16 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       }
       const result = await db.transaction((tx) => enqueue(tx, event as Parameters<typeof enqueue>[1], { maxPayloadBytes: config.MAX_PAYLOAD_BYTES }));
       return { status: result.created ? 201 : 200, body: result };
+    }),
+
+    route("POST", "/events/batch", async (req) => {
+      const input = await req.json();
+      const events = (input as { events?: unknown } | null)?.events;
+      if (typeof input !== "object" || input === null || Array.isArray(input) || !Array.isArray(events) || Object.keys(input).length !== 1) {
+        throw new HttpError(400, "invalid_request", `The body must be a JSON object { "events": [ { id?, type, data, occurredAt? }, … ] } with at most ${MAX_EVENTS_PER_BATCH} events.`);
+      }
+      const results = await db.transaction((tx) => enqueueMany(tx, events as Parameters<typeof enqueueMany>[1], { maxPayloadBytes: config.MAX_PAYLOAD_BYTES }));
+      return { status: results.some((r) => r.created) ? 201 : 200, body: { results } };
     }),
 
     route("GET", "/deliveries", async (req) => ({ status: 200, body: { deliveries: await listDeliveries(db, queryOf(req, deliveryQuery)) } })),
