@@ -16,6 +16,7 @@
  * Alerts about alert deliveries are never raised (that would loop while the alert URL is down);
  * such a dead letter is still logged at error level by the relay and listed in `/dead-letters`.
  */
+import { runPeriodically } from "./periodic.js";
 import type { Logger } from "pino";
 import type { Database, Queryable } from "./db/port.js";
 import { createSubscription, enqueue, EventConflictError } from "./outbound/index.js";
@@ -211,41 +212,21 @@ export function startAlertWorker(ctx: PlatformContext, options: AlertWorkerOptio
   const logger = options.logger ?? ctx.logger.child({ worker: "alerts" });
   const intervalMs = options.intervalMs ?? 5000;
   const scan: ScanOptions = { ...options, logger, maxPayloadBytes: options.maxPayloadBytes ?? ctx.config.MAX_PAYLOAD_BYTES };
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
   let ready = false;
 
-  const tick = async () => {
-    try {
-      if (!ready) {
-        if (ctx.config.ALERT_WEBHOOK_URL) {
-          const id = await ensureAlertSubscription(ctx.db, ctx.config.ALERT_WEBHOOK_URL, ctx.config.ALERT_WEBHOOK_SECRET);
-          logger.info({ subscriptionId: id }, "alerts are delivered through the system subscription for ALERT_WEBHOOK_URL");
-        } else {
-          logger.info("ALERT_WEBHOOK_URL is not set: alerts are logged and enqueued as alert.* events, with no system subscription");
-        }
-        ready = true;
+  return runPeriodically("alerts", async () => {
+    if (!ready) {
+      if (ctx.config.ALERT_WEBHOOK_URL) {
+        const id = await ensureAlertSubscription(ctx.db, ctx.config.ALERT_WEBHOOK_URL, ctx.config.ALERT_WEBHOOK_SECRET);
+        logger.info({ subscriptionId: id }, "alerts are delivered through the system subscription for ALERT_WEBHOOK_URL");
+      } else {
+        logger.info("ALERT_WEBHOOK_URL is not set: alerts are logged and enqueued as alert.* events, with no system subscription");
       }
-      await scanForAlerts(ctx.db, scan);
-    } catch (error) {
-      logger.warn({ err: { type: (error as Error)?.name, message: (error as Error)?.message } }, "alert scan failed; retrying at the next interval");
+      ready = true;
     }
-  };
-  const loop = () => {
-    if (stopped) return;
-    running = tick().finally(() => {
-      if (!stopped) timer = setTimeout(loop, intervalMs);
-    });
-  };
-  loop();
-
-  return {
-    name: "alerts",
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+    await scanForAlerts(ctx.db, scan);
+  }, {
+    intervalMs,
+    onError: (error) => logger.warn({ err: { type: (error as Error)?.name, message: (error as Error)?.message } }, "alert scan failed; retrying at the next interval"),
+  });
 }

@@ -4,13 +4,18 @@
  * the invocation's time budget, then stop cleanly. A pass in flight when the budget runs out
  * finishes and writes its outcomes; a pass cut short by the platform leaves leases that expire
  * by themselves, so the next run takes the deliveries again (at-least-once, never lost).
+ * Once drained, the time left goes to retention (finished work past its retention is deleted),
+ * which stops between batches when the budget runs low: deliveries always come first.
  */
 import type { Relay } from "../outbound/relay.js";
 import type { InboxProcessor } from "../inbound/processor.js";
+import type { PurgeResult } from "../outbound/retention.js";
 
 export interface DrainOptions {
   relay: Pick<Relay, "runOnce">;
   inbox?: Pick<InboxProcessor, "runOnce">;
+  /** Retention pass, run once the outbox is drained; stops early when `shouldStop()` says so. */
+  purge?: (shouldStop: () => boolean) => Promise<PurgeResult>;
   /** Milliseconds left in this invocation. */
   remainingMs: () => number;
   /** Stop starting passes when less than this is left: a pass must fit. Default: 15 000 ms. */
@@ -22,6 +27,8 @@ export interface DrainSummary {
   deliveriesAttempted: number;
   inboxEntriesClaimed: number;
   stoppedBecause: "idle" | "budget";
+  /** What the retention pass deleted (absent when there was none: no purge given, or no time left). */
+  purged?: PurgeResult;
 }
 
 export async function drainOutbox(options: DrainOptions): Promise<DrainSummary> {
@@ -37,6 +44,9 @@ export async function drainOutbox(options: DrainOptions): Promise<DrainSummary> 
     summary.passes++;
     summary.deliveriesAttempted += attempted;
     summary.inboxEntriesClaimed += claimed;
-    if (attempted === 0 && claimed === 0) return summary;
+    if (attempted === 0 && claimed === 0) {
+      if (options.purge && options.remainingMs() >= reserve) summary.purged = await options.purge(() => options.remainingMs() < reserve);
+      return summary;
+    }
   }
 }

@@ -6,6 +6,8 @@ import { createRelay, type Relay } from "./relay.js";
 import { DEFAULT_RETRY_POLICY } from "./retryPolicy.js";
 import { createTransport, type Transport } from "./transport.js";
 import { instrumentTransport } from "../telemetry/instrument.js";
+import { runPeriodically, type PeriodicJob } from "../periodic.js";
+import { purgeExpired, type RetentionPolicy } from "./retention.js";
 
 /**
  * Builds a relay and its transport from the configuration, without starting it: a cloud timer
@@ -57,3 +59,30 @@ export async function startOutboundRelay(ctx: { config: Config; db: Database; lo
     },
   };
 }
+
+/**
+ * Deletes finished outbound work past its retention (OUTBOUND_RETENTION_DAYS,
+ * OUTBOUND_DEAD_LETTER_RETENTION_DAYS): first a minute after start, so a start is never slowed,
+ * then every hour. With both at 0 it does nothing.
+ */
+export function startOutboundRetention(
+  ctx: { config: Config; db: Database; logger: Logger },
+  options: { intervalMs?: number; firstDelayMs?: number; batchSize?: number } = {},
+): PeriodicJob {
+  const logger = ctx.logger.child({ worker: "outbound-retention" });
+  const policy = retentionPolicy(ctx.config);
+  return runPeriodically("outbound-retention", async (shouldStop) => {
+    const purged = await purgeExpired(ctx.db, policy, { batchSize: options.batchSize, shouldStop });
+    if (purged.deliveries + purged.events > 0) logger.info({ ...purged, policy }, "purged outbound deliveries and events past their retention");
+  }, {
+    intervalMs: options.intervalMs ?? 3_600_000,
+    firstDelayMs: options.firstDelayMs ?? 60_000,
+    onError: (error) => logger.warn({ err: { type: (error as Error)?.name, message: (error as Error)?.message } }, "retention run failed; retrying at the next interval"),
+  });
+}
+
+/** The retention the configuration asks for (OUTBOUND_RETENTION_DAYS, OUTBOUND_DEAD_LETTER_RETENTION_DAYS). */
+export const retentionPolicy = (config: Config): RetentionPolicy => ({
+  deliveredDays: config.OUTBOUND_RETENTION_DAYS,
+  deadDays: config.OUTBOUND_DEAD_LETTER_RETENTION_DAYS,
+});

@@ -255,8 +255,10 @@ describe("GCP relay (Cloud Scheduler → HTTP)", () => {
     await db.transaction((tx) => enqueue(tx, { id: eventId, type: "invoice.paid", data: { invoice: 1 } }));
     const r = await fetch(`${url.relay}/`, { method: "POST" });
     expect(r.status).toBe(200);
-    const summary = await r.json() as { deliveriesAttempted: number; stoppedBecause: string };
+    const summary = await r.json() as { deliveriesAttempted: number; stoppedBecause: string; purged?: unknown };
     expect(summary.stoppedBecause).toBe("idle");
+    // Drained, the run went on to retention (nothing here is old enough to delete).
+    expect(summary.purged).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
     expect(summary.deliveriesAttempted).toBeGreaterThanOrEqual(1);
     const got = partner.received.find((x) => x.headers["webhook-id"] === `${eventId}:${sub.id}`);
     expect(got?.headers["webhook-signature"]).toMatch(/^v1,/);

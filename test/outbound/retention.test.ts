@@ -1,0 +1,119 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../shared/config.js";
+import { createSubscription, enqueue, purgeExpired } from "../../shared/outbound/index.js";
+import { startOutboundRetention } from "../../shared/outbound/worker.js";
+import { createLogger } from "../../shared/telemetry/log.js";
+import { describeEachBackend } from "../support/databases.js";
+import { resetOutbound, waitFor } from "./support/receiver.js";
+
+describeEachBackend("outbound retention", (ctx) => {
+  afterEach(() => resetOutbound(ctx.db));
+
+  /** Puts a delivery in a final state, `daysAgo` days old, with one logged attempt. */
+  const finish = async (id: string, status: "delivered" | "dead", daysAgo: number) => {
+    await ctx.db.query(
+      `UPDATE outbound_deliveries SET status = $2, created_at = now() - make_interval(days => $3),
+         delivered_at = CASE WHEN $2 = 'delivered' THEN now() END, dead_at = CASE WHEN $2 = 'dead' THEN now() END
+       WHERE id = $1`,
+      [id, status, daysAgo],
+    );
+    await ctx.db.query("INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms) VALUES ($1, 1, $2, $3, 5)", [
+      id, status === "delivered" ? "delivered" : "permanent", status === "delivered" ? 200 : 400,
+    ]);
+  };
+  const age = (eventId: string, daysAgo: number) =>
+    ctx.db.query("UPDATE outbound_events SET created_at = now() - make_interval(days => $2) WHERE id = $1", [eventId, daysAgo]);
+  const ids = async (table: string, column = "id") =>
+    (await ctx.db.query<{ id: string }>(`SELECT ${column} AS id FROM ${table} ORDER BY 1`)).rows.map((r) => r.id);
+
+  it("deletes delivered work past its retention with its attempts; never pending work; an event goes with its last delivery", async () => {
+    const a = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["order.*"] });
+    const b = await createSubscription(ctx.db, { url: "https://b.example/h", eventTypes: ["order.*"] });
+    for (const id of ["done", "mixed", "recent", "dead", "stuck"]) await enqueue(ctx.db, { id, type: "order.paid", data: { id } });
+    await enqueue(ctx.db, { id: "unmatched-old", type: "invoice.sent", data: {} });
+    await enqueue(ctx.db, { id: "unmatched-new", type: "invoice.sent", data: {} });
+    for (const sub of [a, b]) await finish(`done:${sub.id}`, "delivered", 40);
+    await finish(`mixed:${a.id}`, "delivered", 40); // its other delivery is still pending
+    for (const sub of [a, b]) await finish(`recent:${sub.id}`, "delivered", 3);
+    for (const sub of [a, b]) await finish(`dead:${sub.id}`, "dead", 400);
+    await ctx.db.query("UPDATE outbound_deliveries SET created_at = now() - interval '400 days' WHERE event_id IN ('mixed', 'stuck') AND status = 'pending'");
+    for (const id of ["done", "mixed", "dead", "stuck", "unmatched-old"]) await age(id, 400);
+
+    // Batches of 2, so the purge has to come back for more.
+    const purged = await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 }, { batchSize: 2 });
+
+    expect(purged).toEqual({ deliveries: 3, attempts: 3, replays: 0, events: 2 });
+    expect(await ids("outbound_deliveries")).toEqual([
+      `dead:${a.id}`, `dead:${b.id}`, `mixed:${b.id}`, `recent:${a.id}`, `recent:${b.id}`, `stuck:${a.id}`, `stuck:${b.id}`,
+    ].sort());
+    // Every attempt left belongs to a kept delivery.
+    expect(await ids("outbound_attempts", "delivery_id")).toEqual([`dead:${a.id}`, `dead:${b.id}`, `recent:${a.id}`, `recent:${b.id}`].sort());
+    expect(await ids("outbound_events")).toEqual(["dead", "mixed", "recent", "stuck", "unmatched-new"]);
+  });
+
+  it("dead letters go only when their own retention is set, with their replay history", async () => {
+    const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["order.*"] });
+    await enqueue(ctx.db, { id: "old-dead", type: "order.paid", data: {} });
+    await enqueue(ctx.db, { id: "young-dead", type: "order.paid", data: {} });
+    await finish(`old-dead:${s.id}`, "dead", 20);
+    await finish(`young-dead:${s.id}`, "dead", 5);
+    await ctx.db.query("INSERT INTO outbound_replays (delivery_id, previous_reason, requested_by) VALUES ($1, 'exhausted', 'test')", [`old-dead:${s.id}`]);
+    await age("old-dead", 20);
+
+    expect(await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    expect(await purgeExpired(ctx.db, { deliveredDays: 0, deadDays: 10 })).toEqual({ deliveries: 1, attempts: 1, replays: 1, events: 1 });
+    expect(await ids("outbound_deliveries")).toEqual([`young-dead:${s.id}`]);
+    expect(await ids("outbound_replays", "delivery_id")).toEqual([]);
+  });
+
+  it("keeps everything when both retentions are 0", async () => {
+    const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["*"] });
+    await enqueue(ctx.db, { id: "ancient", type: "order.paid", data: {} });
+    await finish(`ancient:${s.id}`, "delivered", 5000);
+    await age("ancient", 5000);
+    expect(await purgeExpired(ctx.db, { deliveredDays: 0, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    expect(await ids("outbound_events")).toEqual(["ancient"]);
+  });
+
+  it("idempotency by event id lasts as long as the event is kept: once purged, the same id is a new event", async () => {
+    const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["*"] });
+    await enqueue(ctx.db, { id: "again", type: "order.paid", data: { v: 1 } });
+    expect((await enqueue(ctx.db, { id: "again", type: "order.paid", data: { v: 1 } })).created).toBe(false);
+    await finish(`again:${s.id}`, "delivered", 31);
+    await age("again", 31);
+    await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 });
+    const later = await enqueue(ctx.db, { id: "again", type: "order.paid", data: { v: 2 } });
+    expect(later).toEqual({ eventId: "again", created: true, deliveries: [{ id: `again:${s.id}`, subscriptionId: s.id, status: "pending" }] });
+  });
+
+  it("runs in the background from the configuration, and stops cleanly", async () => {
+    const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["*"] });
+    await enqueue(ctx.db, { id: "bg", type: "order.paid", data: {} });
+    await finish(`bg:${s.id}`, "delivered", 9);
+    await age("bg", 9);
+    const config = loadConfig({ ADMIN_TOKEN: "retention-test-token", OUTBOUND_RETENTION_DAYS: "8" });
+    const job = startOutboundRetention({ config, db: ctx.db, logger: createLogger({ level: "silent" }) }, { firstDelayMs: 1, intervalMs: 50 });
+    try {
+      await waitFor("the purge", async () => (await ids("outbound_events")).length === 0, 5000);
+    } finally {
+      await job.stop();
+    }
+    expect(await ids("outbound_deliveries")).toEqual([]);
+  });
+});
+
+describe("retention configuration", () => {
+  const load = (env: Record<string, string>) => loadConfig({ ADMIN_TOKEN: "retention-test-token", ...env });
+
+  it("keeps delivered work 30 days and dead letters until replayed by default", () => {
+    const config = load({});
+    expect([config.OUTBOUND_RETENTION_DAYS, config.OUTBOUND_DEAD_LETTER_RETENTION_DAYS]).toEqual([30, 0]);
+    expect(load({ OUTBOUND_RETENTION_DAYS: "0", OUTBOUND_DEAD_LETTER_RETENTION_DAYS: "90" }).OUTBOUND_DEAD_LETTER_RETENTION_DAYS).toBe(90);
+  });
+
+  it("refuses a retention shorter than the alert scan's 7 days, naming the variable", () => {
+    expect(() => load({ OUTBOUND_RETENTION_DAYS: "7" })).toThrow(ConfigError);
+    expect(() => load({ OUTBOUND_DEAD_LETTER_RETENTION_DAYS: "3" })).toThrow(/OUTBOUND_DEAD_LETTER_RETENTION_DAYS: use 0 \(keep forever\) or 8 to 36500 days/);
+    expect(() => load({ OUTBOUND_RETENTION_DAYS: "thirty" })).toThrow(/OUTBOUND_RETENTION_DAYS/);
+  });
+});
