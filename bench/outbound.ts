@@ -44,10 +44,12 @@ const C = CONNECTIONS;
 const contenders: Contender[] = [
   // The relay's defaults (concurrency 256, batch 250, 2 completion writers), HTTP capped at the connections.
   { name: `our relay, defaults (concurrency 256, batch 250, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
-  { name: `our relay, tuned (concurrency ${8 * C}, batch 250, 3 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 8 * C, 250, { completionWriters: 3, receiver: rx }).then(fromRun) },
+  // Tuned: more held (16 HTTP turns' worth) and bigger claims; the lease must then outlast 16 attempt
+  // timeouts (160 s at 10 s), as createOutboundRelay warns, hence 180 s.
+  { name: `our relay, tuned (concurrency ${16 * C}, batch 500, 2 writers, lease 180 s)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 16 * C, 500, { leaseSeconds: 180, receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, 500, { receiver: rx }).then(fromRun) },
-  { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u, rx) => runOurs(u, EVENTS, C, 8 * C, 250, { noHttp: true, completionWriters: 3, receiver: rx }).then(fromRun) },
+  { name: `diagnostic: our relay tuned, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u, rx) => runOurs(u, EVENTS, C, 16 * C, 500, { noHttp: true, leaseSeconds: 180, receiver: rx }).then(fromRun) },
   { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true, receiver: rx }).then(fromRun) },
   { name: "our transport alone (no database)", kind: "reference", run: (u, rx) => measureTransport(u, C, CEILING_SECONDS, rx).then((r) => ({
     perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.sent), enqueuePerSecond: null,

@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.js";
 import { createSubscription, enqueue, purgeExpired } from "../../shared/outbound/index.js";
+import { DEFAULT_HEALTH_POLICY } from "../../shared/outbound/health.js";
+import { claimDueDeliveries } from "../../shared/outbound/sql/claimDeliveries.js";
+import { completeDeliveries } from "../../shared/outbound/sql/completeDeliveries.js";
 import { startOutboundRetention } from "../../shared/outbound/worker.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { describeEachBackend } from "../support/databases.js";
@@ -84,6 +87,28 @@ describeEachBackend("outbound retention", (ctx) => {
     await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 });
     const later = await enqueue(ctx.db, { id: "again", type: "order.paid", data: { v: 2 } });
     expect(later).toEqual({ eventId: "again", created: true, deliveries: [{ id: `again:${s.id}`, subscriptionId: s.id, status: "pending" }] });
+  });
+
+  it("a late completion for a delivery retention has deleted is logged as stale and does not fail its batch", async () => {
+    await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["*"] });
+    await enqueue(ctx.db, { id: "kept", type: "order.paid", data: {} });
+    await enqueue(ctx.db, { id: "gone", type: "order.paid", data: {} });
+    const claimed = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: "00000000-0000-4000-8000-000000000001" });
+    expect(claimed).toHaveLength(2);
+    // While this relay was stalled, another delivered "gone" and retention has since deleted it.
+    const gone = claimed.find((c) => c.eventId === "gone")!;
+    await finish(gone.id, "delivered", 40);
+    await ctx.db.query("DELETE FROM outbound_attempts WHERE delivery_id = $1", [gone.id]);
+    expect((await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 })).deliveries).toBe(1);
+
+    const outcome = { result: "delivered" as const, status: 200, latencyMs: 3, errorClass: null, responseExcerpt: "", retryAfterSeconds: null };
+    const decision = { status: "delivered" as const, delaySeconds: 0, deadReason: null, counted: true };
+    const result = await completeDeliveries(ctx.db, claimed.map((delivery) => ({ delivery, outcome, decision })), DEFAULT_HEALTH_POLICY);
+    expect(result.stale).toEqual([gone.id]);
+    expect(result.accepted).toEqual([claimed.find((c) => c.eventId === "kept")!.id]);
+    // Every attempt is logged, the late one too (flagged stale).
+    const log = await ctx.db.query<{ delivery_id: string; stale: boolean }>("SELECT delivery_id, stale FROM outbound_attempts ORDER BY stale");
+    expect(log.rows).toEqual([{ delivery_id: claimed.find((c) => c.eventId === "kept")!.id, stale: false }, { delivery_id: gone.id, stale: true }]);
   });
 
   it("runs in the background from the configuration, and stops cleanly", async () => {
