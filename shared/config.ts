@@ -4,6 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as z from "zod/mini";
+import { MIN_RETENTION_DAYS } from "./outbound/retention.js";
 import { safeParse } from "./safeParse.js";
 
 export class ConfigError extends Error {
@@ -12,14 +13,13 @@ export class ConfigError extends Error {
 
 const intFrom = (min: number, max: number, fallback: number) => z._default(z.coerce.number().check(z.int(), z.gte(min), z.lte(max)), fallback);
 
-/**
- * 0 (keep forever) or at least 8 days: the alert scan looks 7 days back for dead letters it has not
- * announced, and knows it announced one by the alert event it enqueued; purging that event sooner
- * would announce the same dead letter again.
- */
+/** 0 (keep forever) or at least MIN_RETENTION_DAYS (the alert scan's window, see retention.ts). */
 const retentionDays = (fallback: number) => z._default(z.coerce.number().check(
   z.int(),
-  z.refine((n) => n === 0 || (n >= 8 && n <= 36_500), "use 0 (keep forever) or 8 to 36500 days (the alert scan looks 7 days back)"),
+  z.refine(
+    (n) => n === 0 || (n >= MIN_RETENTION_DAYS && n <= 36_500),
+    `use 0 (keep forever) or ${MIN_RETENTION_DAYS} to 36500 days (the alert scan looks 7 days back)`,
+  ),
 ), fallback);
 
 const schema = z.object({
@@ -57,11 +57,11 @@ const schema = z.object({
   /** Outbound: seconds between probes of a disabled endpoint. Default: 60. */
   OUTBOUND_PROBE_INTERVAL_SECONDS: intFrom(1, 86_400, 60),
   /**
-   * Outbound retention: days a delivered delivery (with its attempt log) is kept, counted from its
-   * creation; 0 keeps them forever. Default: 30.
+   * Outbound retention: days a delivered delivery (with its attempt log) is kept after it was
+   * delivered; 0 keeps them forever. Default: 30.
    */
   OUTBOUND_RETENTION_DAYS: retentionDays(30),
-  /** Outbound retention of dead letters, counted from their creation; 0 (default) keeps them until replayed. */
+  /** Outbound retention of dead letters, counted from when they died; 0 (default) keeps them until replayed. */
   OUTBOUND_DEAD_LETTER_RETENTION_DAYS: retentionDays(0),
   /** Inbound partners as JSON (see README), or PARTNERS_FILE pointing at such a file. */
   PARTNERS: z.optional(z.string()),

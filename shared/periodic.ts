@@ -20,9 +20,13 @@ export function runPeriodically(
 
   const run = () => {
     if (stopped) return;
-    running = task(shouldStop).catch(options.onError).finally(() => {
-      if (!stopped) timer = setTimeout(run, options.intervalMs);
-    });
+    // A task that throws before its first await, or an onError that throws, must not escape either.
+    running = Promise.resolve()
+      .then(() => task(shouldStop))
+      .catch((error) => { try { options.onError(error); } catch { /* nothing more to report to */ } })
+      .finally(() => {
+        if (!stopped) timer = setTimeout(run, options.intervalMs);
+      });
   };
   if (options.firstDelayMs) timer = setTimeout(run, options.firstDelayMs);
   else run();

@@ -4,8 +4,10 @@
  * the invocation's time budget, then stop cleanly. A pass in flight when the budget runs out
  * finishes and writes its outcomes; a pass cut short by the platform leaves leases that expire
  * by themselves, so the next run takes the deliveries again (at-least-once, never lost).
- * Once drained, the time left goes to retention (finished work past its retention is deleted),
- * which stops between batches when the budget runs low: deliveries always come first.
+ * Then, when a retention run is due (about hourly across all runs), the time left goes to it,
+ * drained or not, stopping between batches a few seconds before the budget ends: deliveries come
+ * first, but a relay that is always busy still purges. A retention failure is reported in the
+ * summary and does not fail the run: the deliveries it made are what matters.
  */
 import type { Relay } from "../outbound/relay.js";
 import type { InboxProcessor } from "../inbound/processor.js";
@@ -14,12 +16,14 @@ import type { PurgeResult } from "../outbound/retention.js";
 export interface DrainOptions {
   relay: Pick<Relay, "runOnce">;
   inbox?: Pick<InboxProcessor, "runOnce">;
-  /** Retention pass, run once the outbox is drained; stops early when `shouldStop()` says so. */
-  purge?: (shouldStop: () => boolean) => Promise<PurgeResult>;
+  /** Retention pass, if one is due (null if not); stops between batches when `shouldStop()` says so. */
+  purge?: (shouldStop: () => boolean) => Promise<PurgeResult | null>;
   /** Milliseconds left in this invocation. */
   remainingMs: () => number;
   /** Stop starting passes when less than this is left: a pass must fit. Default: 15 000 ms. */
   reserveMs?: number;
+  /** Stop retention batches when less than this is left. Default: 5 000 ms. */
+  purgeReserveMs?: number;
 }
 
 export interface DrainSummary {
@@ -27,11 +31,27 @@ export interface DrainSummary {
   deliveriesAttempted: number;
   inboxEntriesClaimed: number;
   stoppedBecause: "idle" | "budget";
-  /** What the retention pass deleted (absent when there was none: no purge given, or no time left). */
+  /** What the retention pass deleted; absent when none ran (not due, no time left). */
   purged?: PurgeResult;
+  /** Why the retention pass failed, if it did (it is retried by a later run). */
+  purgeError?: string;
 }
 
 export async function drainOutbox(options: DrainOptions): Promise<DrainSummary> {
+  const summary = await drain(options);
+  const purgeReserve = options.purgeReserveMs ?? 5_000;
+  if (options.purge && options.remainingMs() >= purgeReserve) {
+    try {
+      const purged = await options.purge(() => options.remainingMs() < purgeReserve);
+      if (purged) summary.purged = purged;
+    } catch (error) {
+      summary.purgeError = (error as Error)?.message ?? String(error);
+    }
+  }
+  return summary;
+}
+
+async function drain(options: DrainOptions): Promise<DrainSummary> {
   const reserve = options.reserveMs ?? 15_000;
   const summary: DrainSummary = { passes: 0, deliveriesAttempted: 0, inboxEntriesClaimed: 0, stoppedBecause: "idle" };
   for (;;) {
@@ -44,9 +64,6 @@ export async function drainOutbox(options: DrainOptions): Promise<DrainSummary> 
     summary.passes++;
     summary.deliveriesAttempted += attempted;
     summary.inboxEntriesClaimed += claimed;
-    if (attempted === 0 && claimed === 0) {
-      if (options.purge && options.remainingMs() >= reserve) summary.purged = await options.purge(() => options.remainingMs() < reserve);
-      return summary;
-    }
+    if (attempted === 0 && claimed === 0) return summary;
   }
 }

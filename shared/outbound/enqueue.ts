@@ -3,6 +3,7 @@
  * exactly when the caller's business change commits; a rollback leaves nothing to send, ever.
  */
 import { randomBytes } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import * as z from "zod/mini";
 import type { Queryable } from "../db/port.js";
 import { prepared } from "../db/prepared.js";
@@ -221,7 +222,7 @@ function inBatch(error: unknown, index: number): unknown {
   if (error instanceof OutboundValidationError) {
     return new OutboundValidationError(
       `events[${index}]: ${error.message}`,
-      error.issues.map((issue) => ({ path: `[${index}].${issue.path}`, message: issue.message })),
+      error.issues.map((issue) => ({ path: issue.path === "(root)" ? `[${index}]` : `[${index}].${issue.path}`, message: issue.message })),
       { cause: error },
     );
   }
@@ -232,14 +233,17 @@ type Checked = ReturnType<typeof prepareEvent>;
 
 async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]> {
   if (events.length === 0) return [];
-  // An id twice in one batch is written once; the repeat must be the same event.
-  const unique = new Map<string, Checked>();
-  for (const event of events) {
+  // An id twice in one batch is written once; the repeat must be the same event (data compared as
+  // a JSON value, key order aside, as PostgreSQL compares a repeat across calls).
+  const unique = new Map<string, { event: Checked; index: number }>();
+  for (const [index, event] of events.entries()) {
     const first = unique.get(event.id);
-    if (!first) unique.set(event.id, event);
-    else if (first.type !== event.type || first.dataJson !== event.dataJson) throw new EventConflictError(event.id);
+    if (!first) unique.set(event.id, { event, index });
+    else if (first.event.type !== event.type || !isDeepStrictEqual(JSON.parse(first.event.dataJson), JSON.parse(event.dataJson))) {
+      throw new EventConflictError(event.id, `events[${first.index}] and events[${index}] share the id ${event.id} with a different type or payload; give each event its own id.`);
+    }
   }
-  const batch = [...unique.values()];
+  const batch = [...unique.values()].map((u) => u.event);
   const [text, values] = batch.length === 1
     ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL]]
     : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL]];
@@ -250,30 +254,34 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
     if (row.kind === "delivery") created.get(row.event_id)!.push({ id: row.id, subscriptionId: row.subscription_id, status: row.status });
   }
   const reported = new Set<string>();
-  const repeats = new Map<string, EnqueuedDelivery[]>();
   const results: EnqueueResult[] = [];
   for (const event of events) {
-    const deliveries = created.get(event.id);
-    if (deliveries) {
-      // Its first occurrence was written now; a later one in the same batch is a repeat of it.
-      results.push({ eventId: event.id, created: !reported.has(event.id), deliveries });
-      reported.add(event.id);
-      continue;
+    let deliveries = created.get(event.id);
+    if (!deliveries) {
+      // The id existed before this call: equal type and data (as JSON values) is a repeat, anything
+      // else a conflict. Retention may have deleted that event between the insert that skipped it
+      // and this look: then it is new after all, and written as such.
+      const existing = await repeatOf(tx, event);
+      if (existing) {
+        reported.add(event.id);
+        deliveries = existing;
+      } else {
+        deliveries = (await write(tx, [event]))[0]!.deliveries;
+      }
+      created.set(event.id, deliveries);
     }
-    // The id existed before this call: equal type and data (as JSON values) is a repeat, anything else a conflict.
-    let existing = repeats.get(event.id);
-    if (!existing) {
-      existing = await repeatOf(tx, event);
-      repeats.set(event.id, existing);
-    }
-    results.push({ eventId: event.id, created: false, deliveries: existing });
+    // Created by this call on its first occurrence only; a later one in the batch is a repeat of it.
+    results.push({ eventId: event.id, created: !reported.has(event.id), deliveries });
+    reported.add(event.id);
   }
   return results;
 }
 
-async function repeatOf(tx: Queryable, event: Checked): Promise<EnqueuedDelivery[]> {
+/** The deliveries of an existing event `event` repeats; null if no event has its id (any more). */
+async function repeatOf(tx: Queryable, event: Checked): Promise<EnqueuedDelivery[] | null> {
   const same = await tx.query<{ same: boolean }>(SAME_EVENT, [event.id, event.type, event.dataJson]);
-  if (!same.rows[0]?.same) throw new EventConflictError(event.id);
+  if (same.rows.length === 0) return null;
+  if (!same.rows[0]!.same) throw new EventConflictError(event.id);
   const { rows } = await tx.query<EnqueuedDelivery>(DELIVERIES_OF, [event.id]);
   return rows;
 }

@@ -28,8 +28,8 @@ export class PayloadTooLargeError extends OutboundValidationError {
 /** An event with this id exists with a different type or payload: ids must name one event only. */
 export class EventConflictError extends Error {
   override name = "EventConflictError";
-  constructor(readonly eventId: string) {
-    super(`Event ${eventId} was already enqueued with a different type or payload; use a new event id for a different event.`);
+  constructor(readonly eventId: string, message?: string) {
+    super(message ?? `Event ${eventId} was already enqueued with a different type or payload; use a new event id for a different event.`);
   }
 }
 

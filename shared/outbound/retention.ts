@@ -1,22 +1,31 @@
 /**
  * Retention: the outbox forgets finished work after a while. Delivered deliveries (and, when asked,
- * dead letters) older than their retention are deleted with their attempt log and replay history;
- * an event goes once none of its deliveries is left. Pending deliveries are never touched, whatever
+ * dead letters) past their retention are deleted with their attempt log and replay history; an
+ * event goes once none of its deliveries is left. Pending deliveries are never touched, whatever
  * their age: retention must not lose work that is still owed.
  *
- * Age counts from the delivery's (or event's) creation, which the BRIN indexes of migration 007
- * find cheaply. Deletion runs in small batches, each its own statement, so it never holds many
- * locks at once or competes long with the relay for the same pages.
+ * A delivery's age counts from when it was delivered or died (a dead letter replayed and dead again
+ * starts over), so an operator always has the whole retention to act on a dead letter. The BRIN
+ * indexes on `created_at` (migration 007) narrow the search: a row delivered before the cutoff was
+ * created before it too. Deletion runs in small batches, each its own statements, so it never holds
+ * many locks at once or competes long with the relay for the same pages.
  *
  * Consequence to know: idempotency by event id holds as long as the event is kept. Once an event
  * is purged, enqueueing the same id again creates it anew (and it is delivered again).
  */
 import type { Queryable } from "../db/port.js";
 
+/**
+ * The shortest retention allowed, in days. The alert scan (shared/alerts.ts) looks 7 days back for
+ * dead letters it has not announced, and knows it announced one by the alert event it enqueued:
+ * purging that event within the window would announce the same dead letter again.
+ */
+export const MIN_RETENTION_DAYS = 8;
+
 export interface RetentionPolicy {
-  /** Days a delivered delivery is kept after its creation; 0 keeps them forever. */
+  /** Days a delivered delivery is kept after its delivery; 0 keeps them forever. */
   deliveredDays: number;
-  /** Days a dead letter is kept after its creation; 0 keeps them until replayed or deleted by hand. */
+  /** Days a dead letter is kept after it died; 0 keeps them until replayed or deleted by hand. */
   deadDays: number;
 }
 
@@ -28,15 +37,17 @@ export interface PurgeResult {
 }
 
 /**
- * One batch: up to `limit` finished deliveries past their retention, with their attempts and
- * replays, in one statement ($1 delivered days, $2 dead days; 0 keeps that kind). Rows are locked
- * with SKIP LOCKED: a concurrent replay (which moves a dead letter back to pending) either commits
- * first, and the row no longer qualifies when re-checked, or finds it gone.
+ * One batch: up to $3 finished deliveries past their retention ($1 delivered days, $2 dead days;
+ * 0 keeps that kind), with their attempts and replays, in one statement. Rows are locked with SKIP
+ * LOCKED: a concurrent replay (which moves a dead letter back to pending) either commits first, and
+ * the row no longer qualifies when re-checked, or waits and then finds the row gone.
  */
 const PURGE_DELIVERIES = `WITH doomed AS (
      SELECT id FROM outbound_deliveries
-     WHERE (status = 'delivered' AND $1::int > 0 AND created_at < now() - make_interval(days => $1::int))
-        OR (status = 'dead' AND $2::int > 0 AND created_at < now() - make_interval(days => $2::int))
+     WHERE (status = 'delivered' AND $1::int > 0
+            AND created_at < now() - make_interval(days => $1::int) AND delivered_at < now() - make_interval(days => $1::int))
+        OR (status = 'dead' AND $2::int > 0
+            AND created_at < now() - make_interval(days => $2::int) AND dead_at < now() - make_interval(days => $2::int))
      LIMIT $3
      FOR UPDATE SKIP LOCKED
    ),
@@ -55,8 +66,9 @@ const PURGE_DELIVERIES = `WITH doomed AS (
           (SELECT coalesce(array_agg(DISTINCT event_id), '{}') FROM deliveries) AS event_ids`;
 
 /**
- * Up to `limit` events with no delivery left: among those whose deliveries were just purged ($1),
- * or older than $2 days (events no subscription matched never had any; 0 skips these).
+ * Up to $3 events with no delivery left: among those whose deliveries were just purged ($1), or
+ * older than $2 days (events no subscription matched never had any; 0 skips these). Aged by the
+ * delivered retention: an unmatched event is a finished one, and its id stays a repeat that long.
  */
 const PURGE_EVENTS = `DELETE FROM outbound_events
    WHERE id IN (
@@ -67,21 +79,42 @@ const PURGE_EVENTS = `DELETE FROM outbound_events
      FOR UPDATE SKIP LOCKED
    )`;
 
+/** Takes the turn to run retention if the last run started at least $1 seconds ago (see migration 009). */
+const TAKE_TURN = `INSERT INTO outbound_retention_runs AS r (singleton, started_at) VALUES (true, now())
+   ON CONFLICT (singleton) DO UPDATE SET started_at = now()
+   WHERE r.started_at <= now() - make_interval(secs => $1::int)
+   RETURNING r.started_at`;
+
+/** Refuses a policy or batch size the purge cannot honour, saying what to use instead. */
+function check(policy: RetentionPolicy, batchSize: number): void {
+  for (const [name, days] of Object.entries(policy)) {
+    if (!Number.isInteger(days) || days < 0 || (days > 0 && days < MIN_RETENTION_DAYS)) {
+      throw new RangeError(`retention ${name} must be 0 (keep forever) or a whole number of days ≥ ${MIN_RETENTION_DAYS}, got ${days}`);
+    }
+  }
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`retention batchSize must be a whole number ≥ 1, got ${batchSize}`);
+}
+
+export interface PurgeOptions {
+  /** Rows per statement. Default: 1000. */
+  batchSize?: number;
+  /** Checked between batches: true stops the pass (what is deleted stays deleted). */
+  shouldStop?: () => boolean;
+  /** Pause between batches, so a first run over a big backlog does not monopolise the database. Default: 0. */
+  pauseMs?: number;
+}
+
 /**
  * Deletes what is past its retention, batch after batch, until a batch comes back short or
- * `shouldStop` says so. Returns what was deleted.
+ * `shouldStop` says so. Returns what was deleted. Throws RangeError for a policy shorter than
+ * MIN_RETENTION_DAYS (0 excepted).
  */
-export async function purgeExpired(
-  db: Queryable,
-  policy: RetentionPolicy,
-  options: { batchSize?: number; shouldStop?: () => boolean } = {},
-): Promise<PurgeResult> {
-  const total: PurgeResult = { deliveries: 0, attempts: 0, replays: 0, events: 0 };
-  if (policy.deliveredDays <= 0 && policy.deadDays <= 0) return total;
+export async function purgeExpired(db: Queryable, policy: RetentionPolicy, options: PurgeOptions = {}): Promise<PurgeResult> {
   const limit = options.batchSize ?? 1000;
-  // Events are aged by the shorter retention in use: an event is only deleted once no delivery
-  // of it is left, so this never removes what a longer-kept delivery still points at.
-  const eventDays = Math.min(...[policy.deliveredDays, policy.deadDays].filter((d) => d > 0));
+  check(policy, limit);
+  const total: PurgeResult = { deliveries: 0, attempts: 0, replays: 0, events: 0 };
+  if (policy.deliveredDays === 0 && policy.deadDays === 0) return total;
+  const pause = () => (options.pauseMs ? new Promise((r) => setTimeout(r, options.pauseMs)) : undefined);
   for (;;) {
     const { rows } = await db.query<{ deliveries: number; attempts: number; replays: number; event_ids: string[] }>(
       PURGE_DELIVERIES,
@@ -94,13 +127,31 @@ export async function purgeExpired(
     total.replays += batch.replays;
     total.events += events.rowCount ?? 0;
     if (batch.deliveries < limit || options.shouldStop?.()) break;
+    await pause();
   }
   // Old events that never had a delivery.
-  for (;;) {
-    const events = await db.query(PURGE_EVENTS, [[], eventDays, limit]);
+  while (policy.deliveredDays > 0 && !options.shouldStop?.()) {
+    const events = await db.query(PURGE_EVENTS, [[], policy.deliveredDays, limit]);
     total.events += events.rowCount ?? 0;
-    if ((events.rowCount ?? 0) < limit || options.shouldStop?.()) break;
+    if ((events.rowCount ?? 0) < limit) break;
+    await pause();
   }
   return total;
 }
 
+/**
+ * `purgeExpired`, if this database's last retention run started at least `everySeconds` ago
+ * (default: an hour); otherwise nothing, and null. Any number of processes may call it as often
+ * as they like: one of them runs retention per period.
+ */
+export async function purgeIfDue(
+  db: Queryable,
+  policy: RetentionPolicy,
+  options: PurgeOptions & { everySeconds?: number } = {},
+): Promise<PurgeResult | null> {
+  check(policy, options.batchSize ?? 1000);
+  if (policy.deliveredDays === 0 && policy.deadDays === 0) return null;
+  const turn = await db.query(TAKE_TURN, [options.everySeconds ?? 3600]);
+  if (turn.rows.length === 0) return null;
+  return purgeExpired(db, policy, options);
+}

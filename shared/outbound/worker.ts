@@ -7,7 +7,7 @@ import { DEFAULT_RETRY_POLICY } from "./retryPolicy.js";
 import { createTransport, type Transport } from "./transport.js";
 import { instrumentTransport } from "../telemetry/instrument.js";
 import { runPeriodically, type PeriodicJob } from "../periodic.js";
-import { purgeExpired, type RetentionPolicy } from "./retention.js";
+import { purgeIfDue, type RetentionPolicy } from "./retention.js";
 
 /**
  * Builds a relay and its transport from the configuration, without starting it: a cloud timer
@@ -62,20 +62,21 @@ export async function startOutboundRelay(ctx: { config: Config; db: Database; lo
 
 /**
  * Deletes finished outbound work past its retention (OUTBOUND_RETENTION_DAYS,
- * OUTBOUND_DEAD_LETTER_RETENTION_DAYS): first a minute after start, so a start is never slowed,
- * then every hour. With both at 0 it does nothing.
+ * OUTBOUND_DEAD_LETTER_RETENTION_DAYS). It wakes a minute after start (a start is never slowed),
+ * then every five minutes, and runs when this database's last retention run is an hour old, so one
+ * run an hour happens whatever the number of platform instances. With both at 0 it does nothing.
  */
 export function startOutboundRetention(
   ctx: { config: Config; db: Database; logger: Logger },
-  options: { intervalMs?: number; firstDelayMs?: number; batchSize?: number } = {},
+  options: { intervalMs?: number; firstDelayMs?: number; everySeconds?: number; batchSize?: number } = {},
 ): PeriodicJob {
   const logger = ctx.logger.child({ worker: "outbound-retention" });
   const policy = retentionPolicy(ctx.config);
   return runPeriodically("outbound-retention", async (shouldStop) => {
-    const purged = await purgeExpired(ctx.db, policy, { batchSize: options.batchSize, shouldStop });
-    if (purged.deliveries + purged.events > 0) logger.info({ ...purged, policy }, "purged outbound deliveries and events past their retention");
+    const purged = await purgeIfDue(ctx.db, policy, { batchSize: options.batchSize, everySeconds: options.everySeconds, shouldStop, pauseMs: 10 });
+    if (purged && purged.deliveries + purged.events > 0) logger.info({ ...purged, policy }, "purged outbound deliveries and events past their retention");
   }, {
-    intervalMs: options.intervalMs ?? 3_600_000,
+    intervalMs: options.intervalMs ?? 300_000,
     firstDelayMs: options.firstDelayMs ?? 60_000,
     onError: (error) => logger.warn({ err: { type: (error as Error)?.name, message: (error as Error)?.message } }, "retention run failed; retrying at the next interval"),
   });

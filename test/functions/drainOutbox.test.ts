@@ -8,7 +8,7 @@ import { drainOutbox } from "../../shared/cloud/drainOutbox.js";
 const none = { deliveries: 0, attempts: 0, replays: 0, events: 0 };
 
 describe("drainOutbox", () => {
-  it("drains first, then gives the time left to retention, which stops when the reserve is reached", async () => {
+  it("drains first, then gives the time left to retention, which stops at the purge reserve", async () => {
     let now = 0;
     const passes = [50, 20, 0];
     const order: string[] = [];
@@ -18,26 +18,51 @@ describe("drainOutbox", () => {
       purge: async (shouldStop) => {
         order.push("purge");
         let batches = 0;
-        while (!shouldStop()) { batches += 1; now += 10_000; }
+        while (!shouldStop()) { batches += 1; now += 1_000; }
         return { ...none, deliveries: batches };
       },
     });
     expect(order).toEqual(["pass", "pass", "pass", "purge"]);
-    expect(summary).toEqual({ passes: 3, deliveriesAttempted: 70, inboxEntriesClaimed: 0, stoppedBecause: "idle", purged: { ...none, deliveries: 6 } });
-    expect(100_000 - now).toBeLessThan(15_000); // stopped at the reserve…
-    expect(100_000 - now).toBeGreaterThanOrEqual(5_000); // …not long after it
+    // 70 s left after the passes, 1 s a batch, stopped once under the 5 s purge reserve.
+    expect(summary).toEqual({ passes: 3, deliveriesAttempted: 70, inboxEntriesClaimed: 0, stoppedBecause: "idle", purged: { ...none, deliveries: 66 } });
+    expect(100_000 - now).toBe(4_000);
   });
 
-  it("skips retention when the budget went to deliveries", async () => {
+  it("a relay kept busy to the end of its budget still purges, in the slice before the purge reserve", async () => {
     let now = 0;
-    let purged = false;
+    let batches = 0;
     const summary = await drainOutbox({
       relay: { runOnce: async () => { now += 30_000; return 100; } },
-      remainingMs: () => 60_000 - now,
-      purge: async () => { purged = true; return none; },
+      remainingMs: () => 70_000 - now,
+      purge: async (shouldStop) => {
+        while (!shouldStop()) { batches += 1; now += 1_000; }
+        return { ...none, deliveries: batches };
+      },
     });
-    expect(summary).toMatchObject({ stoppedBecause: "budget", passes: 2 });
+    expect(summary).toMatchObject({ stoppedBecause: "budget", passes: 2, purged: { deliveries: 6 } }); // 10 s left, stops under 5 s
+    expect(70_000 - now).toBe(4_000);
+  });
+
+  it("skips retention when less than the purge reserve is left, or when none is due", async () => {
+    let purgeCalls = 0;
+    const tight = await drainOutbox({
+      relay: { runOnce: async () => 0 },
+      remainingMs: () => 4_000,
+      purge: async () => { purgeCalls += 1; return none; },
+    });
+    expect(tight).toEqual({ passes: 0, deliveriesAttempted: 0, inboxEntriesClaimed: 0, stoppedBecause: "budget" });
+    expect(purgeCalls).toBe(0);
+    const notDue = await drainOutbox({ relay: { runOnce: async () => 0 }, remainingMs: () => 60_000, purge: async () => null });
+    expect(notDue).toEqual({ passes: 1, deliveriesAttempted: 0, inboxEntriesClaimed: 0, stoppedBecause: "idle" });
+  });
+
+  it("a failed retention pass is reported in the summary and does not fail the run", async () => {
+    const summary = await drainOutbox({
+      relay: { runOnce: async () => 0 },
+      remainingMs: () => 60_000,
+      purge: async () => { throw new Error("canceling statement due to lock timeout"); },
+    });
+    expect(summary).toMatchObject({ stoppedBecause: "idle", purgeError: "canceling statement due to lock timeout" });
     expect(summary.purged).toBeUndefined();
-    expect(purged).toBe(false);
   });
 });

@@ -175,11 +175,19 @@ describeEachBackend("outbound enqueue", (ctx) => {
     expect(results[1]!.deliveries).toEqual([{ id: `old:${s.id}`, subscriptionId: s.id, status: "pending" }]);
     expect(results[2]!.deliveries).toEqual(results[0]!.deliveries);
     expect((await ctx.db.query("SELECT 1 FROM outbound_deliveries")).rows).toHaveLength(2);
+    await ctx.db.query("DELETE FROM outbound_deliveries WHERE event_id = 'keys'");
 
     await expect(enqueueMany(ctx.db, [
       { id: "twice", type: "order.paid", data: 1 },
+      { id: "other", type: "order.paid", data: 1 },
       { id: "twice", type: "order.paid", data: 2 },
-    ])).rejects.toBeInstanceOf(EventConflictError);
+    ])).rejects.toThrow(/^events\[0\] and events\[2\] share the id twice with a different type or payload/);
+    // Within a batch as across calls, data is compared as a JSON value: key order does not matter.
+    const reordered = await enqueueMany(ctx.db, [
+      { id: "keys", type: "order.paid", data: { a: 1, b: [1, { c: 2, d: 3 }] } },
+      { id: "keys", type: "order.paid", data: { b: [1, { d: 3, c: 2 }], a: 1 } },
+    ]);
+    expect(reordered.map((r) => r.created)).toEqual([true, false]);
     expect((await ctx.db.query("SELECT 1 FROM outbound_events WHERE id = 'twice'")).rows).toHaveLength(0);
 
     // Inside a transaction, a conflict with an earlier event takes the whole batch back with it.
@@ -188,6 +196,27 @@ describeEachBackend("outbound enqueue", (ctx) => {
       { id: "old", type: "order.paid", data: { a: 2 } },
     ]))).rejects.toThrow(/old was already enqueued with a different type or payload/);
     expect((await ctx.db.query("SELECT 1 FROM outbound_events WHERE id = 'fresh'")).rows).toHaveLength(0);
+  });
+
+  it("a repeat whose earlier event retention deletes in the middle of the call is written anew, not called a conflict", async () => {
+    const s = await sub(["order.*"]);
+    await enqueue(ctx.db, { id: "vanishing", type: "order.paid", data: { v: 1 } });
+    let raced = false;
+    // The retention pass lands right after enqueue's insert skipped the existing event.
+    const racing = {
+      query: async (text: string, values?: unknown[]) => {
+        const result = await ctx.db.query(text, values);
+        if (!raced) {
+          raced = true;
+          await ctx.db.query("DELETE FROM outbound_deliveries WHERE event_id = 'vanishing'");
+          await ctx.db.query("DELETE FROM outbound_events WHERE id = 'vanishing'");
+        }
+        return result;
+      },
+    };
+    const again = await enqueue(racing as never, { id: "vanishing", type: "order.paid", data: { v: 1 } });
+    expect(again).toEqual({ eventId: "vanishing", created: true, deliveries: [{ id: `vanishing:${s.id}`, subscriptionId: s.id, status: "pending" }] });
+    expect(await listDeliveries(ctx.db, { eventId: "vanishing" })).toHaveLength(1);
   });
 
   it("enqueueMany validates every event first and names the bad one; nothing is written", async () => {
@@ -208,6 +237,8 @@ describeEachBackend("outbound enqueue", (ctx) => {
     const tooMany = Array.from({ length: MAX_EVENTS_PER_BATCH + 1 }, (_, i) => ({ id: `m${i}`, type: "order.paid", data: i }));
     await expect(enqueueMany(ctx.db, tooMany)).rejects.toThrow(/1001 events in one batch, over the limit of 1000; split them/);
     await expect(enqueueMany(ctx.db, "nope" as never)).rejects.toThrow(/expected an array of events/);
+    const notAnObject = await rejection<OutboundValidationError>(enqueueMany(ctx.db, [{ type: "order.paid", data: 1 }, null as never]));
+    expect(notAnObject.issues[0]?.path).toBe("[1]");
     expect((await ctx.db.query("SELECT 1 FROM outbound_events")).rows).toHaveLength(0);
     expect(await enqueueMany(ctx.db, [])).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.js";
-import { createSubscription, enqueue, purgeExpired } from "../../shared/outbound/index.js";
+import { createSubscription, enqueue, purgeExpired, purgeIfDue } from "../../shared/outbound/index.js";
 import { DEFAULT_HEALTH_POLICY } from "../../shared/outbound/health.js";
 import { claimDueDeliveries } from "../../shared/outbound/sql/claimDeliveries.js";
 import { completeDeliveries } from "../../shared/outbound/sql/completeDeliveries.js";
@@ -12,13 +12,14 @@ import { resetOutbound, waitFor } from "./support/receiver.js";
 describeEachBackend("outbound retention", (ctx) => {
   afterEach(() => resetOutbound(ctx.db));
 
-  /** Puts a delivery in a final state, `daysAgo` days old, with one logged attempt. */
-  const finish = async (id: string, status: "delivered" | "dead", daysAgo: number) => {
+  /** Puts a delivery in a final state reached `daysAgo` days ago (created `createdDaysAgo`), with one logged attempt. */
+  const finish = async (id: string, status: "delivered" | "dead", daysAgo: number, createdDaysAgo = daysAgo) => {
     await ctx.db.query(
-      `UPDATE outbound_deliveries SET status = $2, created_at = now() - make_interval(days => $3),
-         delivered_at = CASE WHEN $2 = 'delivered' THEN now() END, dead_at = CASE WHEN $2 = 'dead' THEN now() END
+      `UPDATE outbound_deliveries SET status = $2, created_at = now() - make_interval(days => $4),
+         delivered_at = CASE WHEN $2 = 'delivered' THEN now() - make_interval(days => $3) END,
+         dead_at = CASE WHEN $2 = 'dead' THEN now() - make_interval(days => $3) END
        WHERE id = $1`,
-      [id, status, daysAgo],
+      [id, status, daysAgo, createdDaysAgo],
     );
     await ctx.db.query("INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms) VALUES ($1, 1, $2, $3, 5)", [
       id, status === "delivered" ? "delivered" : "permanent", status === "delivered" ? 200 : 400,
@@ -54,18 +55,26 @@ describeEachBackend("outbound retention", (ctx) => {
     expect(await ids("outbound_events")).toEqual(["dead", "mixed", "recent", "stuck", "unmatched-new"]);
   });
 
-  it("dead letters go only when their own retention is set, with their replay history", async () => {
+  it("dead letters go only when their own retention is set, counted from their death, with their replay history", async () => {
     const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["order.*"] });
     await enqueue(ctx.db, { id: "old-dead", type: "order.paid", data: {} });
     await enqueue(ctx.db, { id: "young-dead", type: "order.paid", data: {} });
     await finish(`old-dead:${s.id}`, "dead", 20);
-    await finish(`young-dead:${s.id}`, "dead", 5);
+    // Created long ago, dead only since yesterday (retried for weeks, or replayed and dead again):
+    // the operator still has the whole retention to act on it.
+    await finish(`young-dead:${s.id}`, "dead", 1, 60);
     await ctx.db.query("INSERT INTO outbound_replays (delivery_id, previous_reason, requested_by) VALUES ($1, 'exhausted', 'test')", [`old-dead:${s.id}`]);
     await age("old-dead", 20);
 
-    expect(await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    await enqueue(ctx.db, { id: "unmatched", type: "invoice.sent", data: {} });
+    await age("unmatched", 400);
+    expect(await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 1 });
+    await enqueue(ctx.db, { id: "unmatched", type: "invoice.sent", data: {} });
+    await age("unmatched", 400);
+    // An event no subscription matched is finished work: aged by the delivered retention only (0 here).
     expect(await purgeExpired(ctx.db, { deliveredDays: 0, deadDays: 10 })).toEqual({ deliveries: 1, attempts: 1, replays: 1, events: 1 });
     expect(await ids("outbound_deliveries")).toEqual([`young-dead:${s.id}`]);
+    expect(await ids("outbound_events")).toEqual(["unmatched", "young-dead"]);
     expect(await ids("outbound_replays", "delivery_id")).toEqual([]);
   });
 
@@ -106,9 +115,32 @@ describeEachBackend("outbound retention", (ctx) => {
     const result = await completeDeliveries(ctx.db, claimed.map((delivery) => ({ delivery, outcome, decision })), DEFAULT_HEALTH_POLICY);
     expect(result.stale).toEqual([gone.id]);
     expect(result.accepted).toEqual([claimed.find((c) => c.eventId === "kept")!.id]);
-    // Every attempt is logged, the late one too (flagged stale).
-    const log = await ctx.db.query<{ delivery_id: string; stale: boolean }>("SELECT delivery_id, stale FROM outbound_attempts ORDER BY stale");
-    expect(log.rows).toEqual([{ delivery_id: claimed.find((c) => c.eventId === "kept")!.id, stale: false }, { delivery_id: gone.id, stale: true }]);
+    // The late attempt has no delivery left to belong to: it is not logged, so no orphan row
+    // could be picked up later by a new delivery with the same id (the event enqueued again).
+    const log = await ctx.db.query<{ delivery_id: string; stale: boolean }>("SELECT delivery_id, stale FROM outbound_attempts");
+    expect(log.rows).toEqual([{ delivery_id: claimed.find((c) => c.eventId === "kept")!.id, stale: false }]);
+  });
+
+  it("a stale completion whose delivery still exists is logged, flagged stale, and changes nothing", async () => {
+    await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["*"] });
+    await enqueue(ctx.db, { id: "taken-over", type: "order.paid", data: {} });
+    const [mine] = await claimDueDeliveries(ctx.db, { limit: 1, leaseSeconds: 60, leaseToken: "00000000-0000-4000-8000-000000000002" });
+    await ctx.db.query("UPDATE outbound_deliveries SET lease_token = '00000000-0000-4000-8000-000000000003'"); // another relay's lease now
+    const outcome = { result: "delivered" as const, status: 200, latencyMs: 3, errorClass: null, responseExcerpt: "", retryAfterSeconds: null };
+    const result = await completeDeliveries(ctx.db, [{ delivery: mine!, outcome, decision: { status: "delivered", delaySeconds: 0, deadReason: null, counted: true } }], DEFAULT_HEALTH_POLICY);
+    expect(result.stale).toEqual([mine!.id]);
+    expect((await ctx.db.query("SELECT stale FROM outbound_attempts")).rows).toEqual([{ stale: true }]);
+    expect((await ctx.db.query("SELECT status FROM outbound_deliveries")).rows).toEqual([{ status: "pending" }]);
+  });
+
+  it("runs at most once per period across callers, and refuses a retention too short for the alert scan", async () => {
+    const policy = { deliveredDays: 30, deadDays: 0 };
+    expect(await purgeIfDue(ctx.db, policy)).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    expect(await purgeIfDue(ctx.db, policy)).toBeNull(); // the hour is not over
+    expect(await purgeIfDue(ctx.db, policy, { everySeconds: 0 })).not.toBeNull();
+    expect(await purgeIfDue(ctx.db, { deliveredDays: 0, deadDays: 0 }, { everySeconds: 0 })).toBeNull();
+    await expect(purgeExpired(ctx.db, { deliveredDays: 7, deadDays: 0 })).rejects.toThrow(/deliveredDays must be 0 \(keep forever\) or a whole number of days ≥ 8, got 7/);
+    await expect(purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 }, { batchSize: 0 })).rejects.toThrow(/batchSize must be a whole number ≥ 1/);
   });
 
   it("runs in the background from the configuration, and stops cleanly", async () => {
@@ -117,7 +149,7 @@ describeEachBackend("outbound retention", (ctx) => {
     await finish(`bg:${s.id}`, "delivered", 9);
     await age("bg", 9);
     const config = loadConfig({ ADMIN_TOKEN: "retention-test-token", OUTBOUND_RETENTION_DAYS: "8" });
-    const job = startOutboundRetention({ config, db: ctx.db, logger: createLogger({ level: "silent" }) }, { firstDelayMs: 1, intervalMs: 50 });
+    const job = startOutboundRetention({ config, db: ctx.db, logger: createLogger({ level: "silent" }) }, { firstDelayMs: 1, intervalMs: 50, everySeconds: 0 });
     try {
       await waitFor("the purge", async () => (await ids("outbound_events")).length === 0, 5000);
     } finally {

@@ -96,11 +96,14 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
      RETURNING d.id
    ),
+   -- Every attempt is logged, a stale one too, unless its delivery is gone (purged by retention
+   -- while this lease was long expired): an attempt log row needs a delivery to belong to.
    logged AS (
      INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale)
-     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe,
-            NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id)
-     FROM c
+     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe, NOT c.applied
+     FROM (SELECT c.*, EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id) AS applied FROM c) c
+     -- CASE so the lookup runs only for stale rows, one index probe each (never a hash of the table).
+     WHERE CASE WHEN c.applied THEN true ELSE coalesce((SELECT true FROM outbound_deliveries d WHERE d.id = c.id), false) END
    )
    SELECT 'delivery' AS kind, id, NULL AS old_status, NULL AS status FROM applied
    UNION ALL
@@ -121,7 +124,8 @@ export async function completeDeliveries(db: Queryable, completions: readonly Co
   if (completions.length === 0) return { accepted: [], stale: [], transitions: [] };
   const updates = summariseHealth(completions);
   // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
-  // attempt is logged, even a stale one: the request did reach (or try to reach) the receiver.
+  // attempt is logged, even a stale one (the request did reach, or try to reach, the receiver),
+  // unless retention has deleted its delivery meanwhile.
   const { rows } = await db.query<{ kind: "delivery" | "subscription"; id: string; old_status: string | null; status: string | null }>(
     COMPLETE_BATCH,
     [
