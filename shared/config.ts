@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as z from "zod/mini";
-import { MIN_RETENTION_DAYS } from "./outbound/retention.js";
+import { MIN_RETENTION_DAYS } from "./retention/policy.js";
 import { safeParse } from "./safeParse.js";
 
 export class ConfigError extends Error {
@@ -13,7 +13,7 @@ export class ConfigError extends Error {
 
 const intFrom = (min: number, max: number, fallback: number) => z._default(z.coerce.number().check(z.int(), z.gte(min), z.lte(max)), fallback);
 
-/** 0 (keep forever) or at least MIN_RETENTION_DAYS (the alert scan's window, see retention.ts). */
+/** 0 (keep forever) or at least MIN_RETENTION_DAYS (the alert scan's window, see retention/policy.ts). */
 const retentionDays = (fallback: number) => z._default(z.coerce.number().check(
   z.int(),
   z.refine(
@@ -63,6 +63,8 @@ const schema = z.object({
   OUTBOUND_RETENTION_DAYS: retentionDays(30),
   /** Outbound retention of dead letters, counted from when they died; 0 (default) keeps them until replayed. */
   OUTBOUND_DEAD_LETTER_RETENTION_DAYS: retentionDays(0),
+  /** Inbound retention: days a processed inbox entry (raw payload included) is kept; 0 keeps them forever. Default: 30. */
+  INBOX_RETENTION_DAYS: retentionDays(30),
   /** Inbound partners as JSON (see README), or PARTNERS_FILE pointing at such a file. */
   PARTNERS: z.optional(z.string()),
   PARTNERS_FILE: z.optional(z.string()),

@@ -11,7 +11,8 @@ import { createLogger } from "./telemetry/log.js";
 import { outboundRoutes } from "./server/routes/outbound.js";
 import { inboundRoutes } from "./server/routes/inbound.js";
 import { startInboxWorker } from "./inbound/worker.js";
-import { startOutboundRelay, startOutboundRetention } from "./outbound/worker.js";
+import { startOutboundRelay } from "./outbound/worker.js";
+import { startRetention } from "./retention/run.js";
 import { adminRoutes } from "./server/routes/admin.js";
 import { startAlertWorker } from "./alerts.js";
 import { instrumentRoutes } from "./telemetry/instrument.js";
@@ -75,7 +76,8 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
     // Each area registers its workers here.
     workers.push(startInboxWorker(ctx));
     workers.push(await startOutboundRelay(ctx));
-    workers.push(startOutboundRetention(ctx));
+    // Finished outbound and inbound work past its retention is deleted, about hourly.
+    workers.push(startRetention(ctx));
     // New dead letters and quarantined entries: logged at error level and sent to ALERT_WEBHOOK_URL.
     workers.push(startAlertWorker(ctx));
   }

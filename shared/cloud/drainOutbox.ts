@@ -11,13 +11,13 @@
  */
 import type { Relay } from "../outbound/relay.js";
 import type { InboxProcessor } from "../inbound/processor.js";
-import type { PurgeResult } from "../outbound/retention.js";
+import type { RetentionResult } from "../retention/run.js";
 
 export interface DrainOptions {
   relay: Pick<Relay, "runOnce">;
   inbox?: Pick<InboxProcessor, "runOnce">;
   /** Retention pass, if one is due (null if not); stops between batches when `shouldStop()` says so. */
-  purge?: (shouldStop: () => boolean) => Promise<PurgeResult | null>;
+  purge?: (shouldStop: () => boolean) => Promise<RetentionResult | null>;
   /** Milliseconds left in this invocation. */
   remainingMs: () => number;
   /** Stop starting passes when less than this is left: a pass must fit. Default: 15 000 ms. */
@@ -32,7 +32,7 @@ export interface DrainSummary {
   inboxEntriesClaimed: number;
   stoppedBecause: "idle" | "budget";
   /** What the retention pass deleted; absent when none ran (not due, no time left). */
-  purged?: PurgeResult;
+  purged?: RetentionResult;
   /** Why the retention pass failed, if it did (it is retried by a later run). */
   purgeError?: string;
 }

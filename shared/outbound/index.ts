@@ -10,4 +10,3 @@ export { matchesEventType, eventTypeProblem, eventPatternProblem } from "./event
 export { NOTIFY_CHANNEL } from "./notify.js";
 export * from "./errors.js";
 export type { ClaimedDelivery, Completion, Decision } from "./types.js";
-export { purgeExpired, purgeIfDue, MIN_RETENTION_DAYS, type RetentionPolicy, type PurgeResult } from "./retention.js";

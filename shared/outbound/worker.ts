@@ -6,8 +6,6 @@ import { createRelay, type Relay } from "./relay.js";
 import { DEFAULT_RETRY_POLICY } from "./retryPolicy.js";
 import { createTransport, type Transport } from "./transport.js";
 import { instrumentTransport } from "../telemetry/instrument.js";
-import { runPeriodically, type PeriodicJob } from "../periodic.js";
-import { purgeIfDue, type RetentionPolicy } from "./retention.js";
 
 /**
  * Builds a relay and its transport from the configuration, without starting it: a cloud timer
@@ -59,31 +57,3 @@ export async function startOutboundRelay(ctx: { config: Config; db: Database; lo
     },
   };
 }
-
-/**
- * Deletes finished outbound work past its retention (OUTBOUND_RETENTION_DAYS,
- * OUTBOUND_DEAD_LETTER_RETENTION_DAYS). It wakes a minute after start (a start is never slowed),
- * then every five minutes, and runs when this database's last retention run is an hour old, so one
- * run an hour happens whatever the number of platform instances. With both at 0 it does nothing.
- */
-export function startOutboundRetention(
-  ctx: { config: Config; db: Database; logger: Logger },
-  options: { intervalMs?: number; firstDelayMs?: number; everySeconds?: number; batchSize?: number } = {},
-): PeriodicJob {
-  const logger = ctx.logger.child({ worker: "outbound-retention" });
-  const policy = retentionPolicy(ctx.config);
-  return runPeriodically("outbound-retention", async (shouldStop) => {
-    const purged = await purgeIfDue(ctx.db, policy, { batchSize: options.batchSize, everySeconds: options.everySeconds, shouldStop, pauseMs: 10 });
-    if (purged && purged.deliveries + purged.events > 0) logger.info({ ...purged, policy }, "purged outbound deliveries and events past their retention");
-  }, {
-    intervalMs: options.intervalMs ?? 300_000,
-    firstDelayMs: options.firstDelayMs ?? 60_000,
-    onError: (error) => logger.warn({ err: { type: (error as Error)?.name, message: (error as Error)?.message } }, "retention run failed; retrying at the next interval"),
-  });
-}
-
-/** The retention the configuration asks for (OUTBOUND_RETENTION_DAYS, OUTBOUND_DEAD_LETTER_RETENTION_DAYS). */
-export const retentionPolicy = (config: Config): RetentionPolicy => ({
-  deliveredDays: config.OUTBOUND_RETENTION_DAYS,
-  deadDays: config.OUTBOUND_DEAD_LETTER_RETENTION_DAYS,
-});

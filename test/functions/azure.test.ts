@@ -242,10 +242,10 @@ describe("Azure relay timer", () => {
     await db.query("UPDATE outbound_deliveries SET created_at = now() - interval '31 days', delivered_at = now() - interval '31 days' WHERE id = $1", [deliveryId]);
     await db.query("UPDATE outbound_events SET created_at = now() - interval '31 days' WHERE id = $1", [deliveryId.split(":")[0]]);
     // An hour later, as far as the retention turn is concerned (the previous run took it).
-    await db.query("DELETE FROM outbound_retention_runs");
+    await db.query("DELETE FROM retention_runs");
     const summary = await relayTimer(runtime, timer, 60);
-    expect(summary.purged).toMatchObject({ deliveries: 1, events: 1 });
-    expect(summary.purged!.attempts).toBeGreaterThanOrEqual(1);
+    expect(summary.purged?.outbound).toMatchObject({ deliveries: 1, events: 1 });
+    expect(summary.purged!.outbound.attempts).toBeGreaterThanOrEqual(1);
     expect((await db.query("SELECT 1 FROM outbound_deliveries WHERE id = $1", [deliveryId])).rows).toEqual([]);
   });
 });

@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { drainOutbox } from "../../shared/cloud/drainOutbox.js";
 
-const none = { deliveries: 0, attempts: 0, replays: 0, events: 0 };
+const none = { outbound: { deliveries: 0, attempts: 0, replays: 0, events: 0 }, inbox: { entries: 0 } };
+const deleted = (deliveries: number) => ({ ...none, outbound: { ...none.outbound, deliveries } });
 
 describe("drainOutbox", () => {
   it("drains first, then gives the time left to retention, which stops at the purge reserve", async () => {
@@ -19,12 +20,12 @@ describe("drainOutbox", () => {
         order.push("purge");
         let batches = 0;
         while (!shouldStop()) { batches += 1; now += 1_000; }
-        return { ...none, deliveries: batches };
+        return deleted(batches);
       },
     });
     expect(order).toEqual(["pass", "pass", "pass", "purge"]);
     // 70 s left after the passes, 1 s a batch, stopped once under the 5 s purge reserve.
-    expect(summary).toEqual({ passes: 3, deliveriesAttempted: 70, inboxEntriesClaimed: 0, stoppedBecause: "idle", purged: { ...none, deliveries: 66 } });
+    expect(summary).toEqual({ passes: 3, deliveriesAttempted: 70, inboxEntriesClaimed: 0, stoppedBecause: "idle", purged: deleted(66) });
     expect(100_000 - now).toBe(4_000);
   });
 
@@ -36,10 +37,10 @@ describe("drainOutbox", () => {
       remainingMs: () => 70_000 - now,
       purge: async (shouldStop) => {
         while (!shouldStop()) { batches += 1; now += 1_000; }
-        return { ...none, deliveries: batches };
+        return deleted(batches);
       },
     });
-    expect(summary).toMatchObject({ stoppedBecause: "budget", passes: 2, purged: { deliveries: 6 } }); // 10 s left, stops under 5 s
+    expect(summary).toMatchObject({ stoppedBecause: "budget", passes: 2, purged: deleted(6) }); // 10 s left, stops under 5 s
     expect(70_000 - now).toBe(4_000);
   });
 

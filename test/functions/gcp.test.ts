@@ -253,13 +253,13 @@ describe("GCP relay (Cloud Scheduler → HTTP)", () => {
     const sub = await createSubscription(db, { url: `${partner.url}/hooks`, eventTypes: ["invoice.*"] });
     const eventId = `evt_invoice_${suffix}`;
     await db.transaction((tx) => enqueue(tx, { id: eventId, type: "invoice.paid", data: { invoice: 1 } }));
-    await db.query("DELETE FROM outbound_retention_runs"); // a retention run is due
+    await db.query("DELETE FROM retention_runs"); // a retention run is due
     const r = await fetch(`${url.relay}/`, { method: "POST" });
     expect(r.status).toBe(200);
     const summary = await r.json() as { deliveriesAttempted: number; stoppedBecause: string; purged?: unknown };
     expect(summary.stoppedBecause).toBe("idle");
     // Then the run went on to retention (nothing here is old enough to delete).
-    expect(summary.purged).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    expect(summary.purged).toEqual({ outbound: { deliveries: 0, attempts: 0, replays: 0, events: 0 }, inbox: { entries: 0 } });
     expect(summary.deliveriesAttempted).toBeGreaterThanOrEqual(1);
     const got = partner.received.find((x) => x.headers["webhook-id"] === `${eventId}:${sub.id}`);
     expect(got?.headers["webhook-signature"]).toMatch(/^v1,/);

@@ -1,5 +1,5 @@
 /**
- * Retention: the outbox forgets finished work after a while. Delivered deliveries (and, when asked,
+ * Outbox retention: the outbox forgets finished work after a while. Delivered deliveries (and, when asked,
  * dead letters) past their retention are deleted with their attempt log and replay history; an
  * event goes once none of its deliveries is left. Pending deliveries are never touched, whatever
  * their age: retention must not lose work that is still owed.
@@ -14,20 +14,10 @@
  * is purged, enqueueing the same id again creates it anew (and it is delivered again).
  */
 import type { Queryable } from "../db/port.js";
+import { checkRetention, pauseBetweenBatches, type PurgeOptions, type RetentionPolicy } from "./policy.js";
 
-/**
- * The shortest retention allowed, in days. The alert scan (shared/alerts.ts) looks 7 days back for
- * dead letters it has not announced, and knows it announced one by the alert event it enqueued:
- * purging that event within the window would announce the same dead letter again.
- */
-export const MIN_RETENTION_DAYS = 8;
-
-export interface RetentionPolicy {
-  /** Days a delivered delivery is kept after its delivery; 0 keeps them forever. */
-  deliveredDays: number;
-  /** Days a dead letter is kept after it died; 0 keeps them until replayed or deleted by hand. */
-  deadDays: number;
-}
+/** The outbox part of the retention policy (see policy.ts). */
+export type OutboxRetention = Pick<RetentionPolicy, "deliveredDays" | "deadDays">;
 
 export interface PurgeResult {
   deliveries: number;
@@ -79,42 +69,16 @@ const PURGE_EVENTS = `DELETE FROM outbound_events
      FOR UPDATE SKIP LOCKED
    )`;
 
-/** Takes the turn to run retention if the last run started at least $1 seconds ago (see migration 009). */
-const TAKE_TURN = `INSERT INTO outbound_retention_runs AS r (singleton, started_at) VALUES (true, now())
-   ON CONFLICT (singleton) DO UPDATE SET started_at = now()
-   WHERE r.started_at <= now() - make_interval(secs => $1::int)
-   RETURNING r.started_at`;
-
-/** Refuses a policy or batch size the purge cannot honour, saying what to use instead. */
-function check(policy: RetentionPolicy, batchSize: number): void {
-  for (const [name, days] of Object.entries(policy)) {
-    if (!Number.isInteger(days) || days < 0 || (days > 0 && days < MIN_RETENTION_DAYS)) {
-      throw new RangeError(`retention ${name} must be 0 (keep forever) or a whole number of days ≥ ${MIN_RETENTION_DAYS}, got ${days}`);
-    }
-  }
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`retention batchSize must be a whole number ≥ 1, got ${batchSize}`);
-}
-
-export interface PurgeOptions {
-  /** Rows per statement. Default: 1000. */
-  batchSize?: number;
-  /** Checked between batches: true stops the pass (what is deleted stays deleted). */
-  shouldStop?: () => boolean;
-  /** Pause between batches, so a first run over a big backlog does not monopolise the database. Default: 0. */
-  pauseMs?: number;
-}
-
 /**
  * Deletes what is past its retention, batch after batch, until a batch comes back short or
- * `shouldStop` says so. Returns what was deleted. Throws RangeError for a policy shorter than
+ * `shouldStop` says so. Returns what was deleted. Throws RangeError for a retention shorter than
  * MIN_RETENTION_DAYS (0 excepted).
  */
-export async function purgeExpired(db: Queryable, policy: RetentionPolicy, options: PurgeOptions = {}): Promise<PurgeResult> {
+export async function purgeOutbox(db: Queryable, policy: OutboxRetention, options: PurgeOptions = {}): Promise<PurgeResult> {
   const limit = options.batchSize ?? 1000;
-  check(policy, limit);
+  checkRetention({ deliveredDays: policy.deliveredDays, deadDays: policy.deadDays }, limit);
   const total: PurgeResult = { deliveries: 0, attempts: 0, replays: 0, events: 0 };
   if (policy.deliveredDays === 0 && policy.deadDays === 0) return total;
-  const pause = () => (options.pauseMs ? new Promise((r) => setTimeout(r, options.pauseMs)) : undefined);
   for (;;) {
     const { rows } = await db.query<{ deliveries: number; attempts: number; replays: number; event_ids: string[] }>(
       PURGE_DELIVERIES,
@@ -127,31 +91,14 @@ export async function purgeExpired(db: Queryable, policy: RetentionPolicy, optio
     total.replays += batch.replays;
     total.events += events.rowCount ?? 0;
     if (batch.deliveries < limit || options.shouldStop?.()) break;
-    await pause();
+    await pauseBetweenBatches(options);
   }
   // Old events that never had a delivery.
   while (policy.deliveredDays > 0 && !options.shouldStop?.()) {
     const events = await db.query(PURGE_EVENTS, [[], policy.deliveredDays, limit]);
     total.events += events.rowCount ?? 0;
     if ((events.rowCount ?? 0) < limit) break;
-    await pause();
+    await pauseBetweenBatches(options);
   }
   return total;
-}
-
-/**
- * `purgeExpired`, if this database's last retention run started at least `everySeconds` ago
- * (default: an hour); otherwise nothing, and null. Any number of processes may call it as often
- * as they like: one of them runs retention per period.
- */
-export async function purgeIfDue(
-  db: Queryable,
-  policy: RetentionPolicy,
-  options: PurgeOptions & { everySeconds?: number } = {},
-): Promise<PurgeResult | null> {
-  check(policy, options.batchSize ?? 1000);
-  if (policy.deliveredDays === 0 && policy.deadDays === 0) return null;
-  const turn = await db.query(TAKE_TURN, [options.everySeconds ?? 3600]);
-  if (turn.rows.length === 0) return null;
-  return purgeExpired(db, policy, options);
 }

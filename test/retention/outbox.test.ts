@@ -1,15 +1,15 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.js";
-import { createSubscription, enqueue, purgeExpired, purgeIfDue } from "../../shared/outbound/index.js";
+import { createSubscription, enqueue } from "../../shared/outbound/index.js";
 import { DEFAULT_HEALTH_POLICY } from "../../shared/outbound/health.js";
 import { claimDueDeliveries } from "../../shared/outbound/sql/claimDeliveries.js";
 import { completeDeliveries } from "../../shared/outbound/sql/completeDeliveries.js";
-import { startOutboundRetention } from "../../shared/outbound/worker.js";
+import { purgeIfDue, purgeOutbox, startRetention } from "../../shared/retention/index.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { describeEachBackend } from "../support/databases.js";
-import { resetOutbound, waitFor } from "./support/receiver.js";
+import { resetOutbound, waitFor } from "../outbound/support/receiver.js";
 
-describeEachBackend("outbound retention", (ctx) => {
+describeEachBackend("outbox retention", (ctx) => {
   afterEach(() => resetOutbound(ctx.db));
 
   /** Puts a delivery in a final state reached `daysAgo` days ago (created `createdDaysAgo`), with one logged attempt. */
@@ -44,7 +44,7 @@ describeEachBackend("outbound retention", (ctx) => {
     for (const id of ["done", "mixed", "dead", "stuck", "unmatched-old"]) await age(id, 400);
 
     // Batches of 2, so the purge has to come back for more.
-    const purged = await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 }, { batchSize: 2 });
+    const purged = await purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 }, { batchSize: 2 });
 
     expect(purged).toEqual({ deliveries: 3, attempts: 3, replays: 0, events: 2 });
     expect(await ids("outbound_deliveries")).toEqual([
@@ -68,11 +68,11 @@ describeEachBackend("outbound retention", (ctx) => {
 
     await enqueue(ctx.db, { id: "unmatched", type: "invoice.sent", data: {} });
     await age("unmatched", 400);
-    expect(await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 1 });
+    expect(await purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 1 });
     await enqueue(ctx.db, { id: "unmatched", type: "invoice.sent", data: {} });
     await age("unmatched", 400);
     // An event no subscription matched is finished work: aged by the delivered retention only (0 here).
-    expect(await purgeExpired(ctx.db, { deliveredDays: 0, deadDays: 10 })).toEqual({ deliveries: 1, attempts: 1, replays: 1, events: 1 });
+    expect(await purgeOutbox(ctx.db, { deliveredDays: 0, deadDays: 10 })).toEqual({ deliveries: 1, attempts: 1, replays: 1, events: 1 });
     expect(await ids("outbound_deliveries")).toEqual([`young-dead:${s.id}`]);
     expect(await ids("outbound_events")).toEqual(["unmatched", "young-dead"]);
     expect(await ids("outbound_replays", "delivery_id")).toEqual([]);
@@ -83,7 +83,7 @@ describeEachBackend("outbound retention", (ctx) => {
     await enqueue(ctx.db, { id: "ancient", type: "order.paid", data: {} });
     await finish(`ancient:${s.id}`, "delivered", 5000);
     await age("ancient", 5000);
-    expect(await purgeExpired(ctx.db, { deliveredDays: 0, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    expect(await purgeOutbox(ctx.db, { deliveredDays: 0, deadDays: 0 })).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
     expect(await ids("outbound_events")).toEqual(["ancient"]);
   });
 
@@ -93,7 +93,7 @@ describeEachBackend("outbound retention", (ctx) => {
     expect((await enqueue(ctx.db, { id: "again", type: "order.paid", data: { v: 1 } })).created).toBe(false);
     await finish(`again:${s.id}`, "delivered", 31);
     await age("again", 31);
-    await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 });
+    await purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 });
     const later = await enqueue(ctx.db, { id: "again", type: "order.paid", data: { v: 2 } });
     expect(later).toEqual({ eventId: "again", created: true, deliveries: [{ id: `again:${s.id}`, subscriptionId: s.id, status: "pending" }] });
   });
@@ -108,7 +108,7 @@ describeEachBackend("outbound retention", (ctx) => {
     const gone = claimed.find((c) => c.eventId === "gone")!;
     await finish(gone.id, "delivered", 40);
     await ctx.db.query("DELETE FROM outbound_attempts WHERE delivery_id = $1", [gone.id]);
-    expect((await purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 })).deliveries).toBe(1);
+    expect((await purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 })).deliveries).toBe(1);
 
     const outcome = { result: "delivered" as const, status: 200, latencyMs: 3, errorClass: null, responseExcerpt: "", retryAfterSeconds: null };
     const decision = { status: "delivered" as const, delaySeconds: 0, deadReason: null, counted: true };
@@ -134,13 +134,13 @@ describeEachBackend("outbound retention", (ctx) => {
   });
 
   it("runs at most once per period across callers, and refuses a retention too short for the alert scan", async () => {
-    const policy = { deliveredDays: 30, deadDays: 0 };
-    expect(await purgeIfDue(ctx.db, policy)).toEqual({ deliveries: 0, attempts: 0, replays: 0, events: 0 });
+    const policy = { deliveredDays: 30, deadDays: 0, inboxProcessedDays: 0 };
+    expect(await purgeIfDue(ctx.db, policy)).toEqual({ outbound: { deliveries: 0, attempts: 0, replays: 0, events: 0 }, inbox: { entries: 0 } });
     expect(await purgeIfDue(ctx.db, policy)).toBeNull(); // the hour is not over
     expect(await purgeIfDue(ctx.db, policy, { everySeconds: 0 })).not.toBeNull();
-    expect(await purgeIfDue(ctx.db, { deliveredDays: 0, deadDays: 0 }, { everySeconds: 0 })).toBeNull();
-    await expect(purgeExpired(ctx.db, { deliveredDays: 7, deadDays: 0 })).rejects.toThrow(/deliveredDays must be 0 \(keep forever\) or a whole number of days ≥ 8, got 7/);
-    await expect(purgeExpired(ctx.db, { deliveredDays: 30, deadDays: 0 }, { batchSize: 0 })).rejects.toThrow(/batchSize must be a whole number ≥ 1/);
+    expect(await purgeIfDue(ctx.db, { deliveredDays: 0, deadDays: 0, inboxProcessedDays: 0 }, { everySeconds: 0 })).toBeNull();
+    await expect(purgeOutbox(ctx.db, { deliveredDays: 7, deadDays: 0 })).rejects.toThrow(/deliveredDays must be 0 \(keep forever\) or a whole number of days ≥ 8, got 7/);
+    await expect(purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 }, { batchSize: 0 })).rejects.toThrow(/batchSize must be a whole number ≥ 1/);
   });
 
   it("runs in the background from the configuration, and stops cleanly", async () => {
@@ -149,7 +149,7 @@ describeEachBackend("outbound retention", (ctx) => {
     await finish(`bg:${s.id}`, "delivered", 9);
     await age("bg", 9);
     const config = loadConfig({ ADMIN_TOKEN: "retention-test-token", OUTBOUND_RETENTION_DAYS: "8" });
-    const job = startOutboundRetention({ config, db: ctx.db, logger: createLogger({ level: "silent" }) }, { firstDelayMs: 1, intervalMs: 50, everySeconds: 0 });
+    const job = startRetention({ config, db: ctx.db, logger: createLogger({ level: "silent" }) }, { firstDelayMs: 1, intervalMs: 50, everySeconds: 0 });
     try {
       await waitFor("the purge", async () => (await ids("outbound_events")).length === 0, 5000);
     } finally {
@@ -162,9 +162,9 @@ describeEachBackend("outbound retention", (ctx) => {
 describe("retention configuration", () => {
   const load = (env: Record<string, string>) => loadConfig({ ADMIN_TOKEN: "retention-test-token", ...env });
 
-  it("keeps delivered work 30 days and dead letters until replayed by default", () => {
+  it("keeps delivered work and processed inbox entries 30 days, and dead letters until replayed, by default", () => {
     const config = load({});
-    expect([config.OUTBOUND_RETENTION_DAYS, config.OUTBOUND_DEAD_LETTER_RETENTION_DAYS]).toEqual([30, 0]);
+    expect([config.OUTBOUND_RETENTION_DAYS, config.OUTBOUND_DEAD_LETTER_RETENTION_DAYS, config.INBOX_RETENTION_DAYS]).toEqual([30, 0, 30]);
     expect(load({ OUTBOUND_RETENTION_DAYS: "0", OUTBOUND_DEAD_LETTER_RETENTION_DAYS: "90" }).OUTBOUND_DEAD_LETTER_RETENTION_DAYS).toBe(90);
   });
 
@@ -172,5 +172,6 @@ describe("retention configuration", () => {
     expect(() => load({ OUTBOUND_RETENTION_DAYS: "7" })).toThrow(ConfigError);
     expect(() => load({ OUTBOUND_DEAD_LETTER_RETENTION_DAYS: "3" })).toThrow(/OUTBOUND_DEAD_LETTER_RETENTION_DAYS: use 0 \(keep forever\) or 8 to 36500 days/);
     expect(() => load({ OUTBOUND_RETENTION_DAYS: "thirty" })).toThrow(/OUTBOUND_RETENTION_DAYS/);
+    expect(() => load({ INBOX_RETENTION_DAYS: "1" })).toThrow(/INBOX_RETENTION_DAYS: use 0 \(keep forever\) or 8 to 36500 days/);
   });
 });
