@@ -39,11 +39,11 @@ const schema = z.object({
    * (e.g. `127.0.0.1,localhost` for a local demo). Default: none.
    */
   ALLOWED_DESTINATIONS: z._default(z.string(), ""),
-  /** Outbound relay: most deliveries claimed per query. Default: 250 (measured in bench/outbound.ts). */
-  OUTBOUND_BATCH_SIZE: intFrom(1, 1000, 250),
-  /** Outbound relay: most deliveries held at once (HTTP, then awaiting their write); bounds duplicates per crash. Default: 256. */
-  OUTBOUND_CONCURRENCY: intFrom(1, 1024, 256),
-  /** Outbound relay: lease length in seconds; must exceed OUTBOUND_TIMEOUT_MS. Default: 60. */
+  /** Outbound relay: most deliveries claimed per query. Default: 500 (measured in bench/outbound.ts). */
+  OUTBOUND_BATCH_SIZE: intFrom(1, 1000, 500),
+  /** Outbound relay: most deliveries held at once (HTTP, then awaiting their write); bounds duplicates per crash. Default: 1024. */
+  OUTBOUND_CONCURRENCY: intFrom(1, 1024, 1024),
+  /** Outbound relay: lease length in seconds, renewed while held; how long a crashed relay's deliveries wait. Default: 60. */
   OUTBOUND_LEASE_SECONDS: intFrom(5, 3600, 60),
   /** Outbound relay: backstop poll when no NOTIFY arrives, in ms. Default: 1000. */
   OUTBOUND_POLL_INTERVAL_MS: intFrom(10, 60_000, 1000),

@@ -63,7 +63,7 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
  *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
  * @param options.receiver reads the receiver's CPU, so its cost over the relay phase is recorded too.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; leaseSeconds?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
@@ -95,7 +95,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     let delivered = 0;
     let failed = 0;
     const relay = createRelay({
-      db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200, completionWriters: options.completionWriters, leaseSeconds: options.leaseSeconds, httpConcurrency: options.httpConcurrency ?? connections,
+      db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200, completionWriters: options.completionWriters, httpConcurrency: options.httpConcurrency ?? connections,
       onCompleted: (completions) => {
         for (const c of completions) {
           if (c.decision.status === "delivered") delivered += 1;

@@ -13,6 +13,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
 import { claimDueDeliveries, claimProbeDeliveries } from "./sql/claimDeliveries.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
+import { renewLeases } from "./sql/renewLeases.js";
 import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
@@ -24,11 +25,11 @@ export interface RelayOptions {
   retryPolicy?: RetryPolicy;
   /** Degrade/disable thresholds and probe interval. Default: DEFAULT_HEALTH_POLICY (5, 20, 60 s). */
   healthPolicy?: HealthPolicy;
-  /** Most deliveries claimed per query. Default: 250. */
+  /** Most deliveries claimed per query. Default: 500. */
   batchSize?: number;
   /**
    * Most deliveries held at once: HTTP requests (queued for a connection or in flight) plus results
-   * awaiting their completion write. Also the most a crashed relay can send twice. Default: 256.
+   * awaiting their completion write. Also the most a crashed relay can send twice. Default: 1024.
    * A bound well above `httpConcurrency` keeps the connections busy while claims and writes run
    * (measured in bench/outbound.ts).
    */
@@ -41,7 +42,11 @@ export interface RelayOptions {
    * Default: min(64, concurrency).
    */
   httpConcurrency?: number;
-  /** Lease length; must exceed the transport timeout, or slow attempts may be sent twice. Default: 60. */
+  /**
+   * Lease length. A started relay renews the leases it still holds every third of it, so a lease
+   * runs out only when its relay has died or lost the database that long: then, and only then,
+   * another relay takes the deliveries over (a crash costs that much delay). Default: 60.
+   */
   leaseSeconds?: number;
   /** Backstop poll when no NOTIFY arrives (retries coming due, missed wake-ups). Default: 1000 ms. */
   pollIntervalMs?: number;
@@ -77,8 +82,8 @@ export function createRelay(options: RelayOptions): Relay {
   const { db, transport, logger } = options;
   const retry = options.retryPolicy ?? DEFAULT_RETRY_POLICY;
   const health = options.healthPolicy ?? DEFAULT_HEALTH_POLICY;
-  const batchSize = options.batchSize ?? 250;
-  const concurrency = options.concurrency ?? 256;
+  const batchSize = options.batchSize ?? 500;
+  const concurrency = options.concurrency ?? 1024;
   const httpConcurrency = Math.min(options.httpConcurrency ?? 64, concurrency);
   const leaseSeconds = options.leaseSeconds ?? 60;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
@@ -108,6 +113,28 @@ export function createRelay(options: RelayOptions): Relay {
     return claimed;
   };
 
+  /** Deliveries claimed by the started loop and not yet written or released, with when their lease was last set. */
+  const holding = new Map<string, { delivery: ClaimedDelivery; leasedAt: number }>();
+  const renewEveryMs = (leaseSeconds * 1000) / 3;
+  /**
+   * Renews the leases set more than a third of a lease ago (most deliveries are written long before:
+   * this only touches those waiting on slow endpoints). Another relay's lease is never extended.
+   */
+  const renewHeld = async () => {
+    const now = Date.now();
+    const due = [...holding.values()].filter((h) => now - h.leasedAt >= renewEveryMs).map((h) => h.delivery);
+    if (due.length === 0) return;
+    try {
+      await renewLeases(db, due, leaseSeconds);
+      for (const d of due) {
+        const h = holding.get(d.id);
+        if (h) h.leasedAt = now;
+      }
+    } catch (error) {
+      logger?.error({ err: error, held: due.length }, "renewing leases failed; retrying at the next renewal");
+    }
+  };
+
   const attempt = async (delivery: ClaimedDelivery): Promise<Completion> => {
     let outcome: DeliveryOutcome;
     try {
@@ -133,30 +160,57 @@ export function createRelay(options: RelayOptions): Relay {
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
     }
+    for (const c of completions) holding.delete(c.delivery.id);
     options.onCompleted?.(completions, result);
+  };
+
+  /** A claim whose leases are then renewed until the deliveries are written or released. */
+  const claimHeld = async (limit: number) => {
+    const claimed = await claim(limit);
+    const now = Date.now();
+    for (const delivery of claimed) holding.set(delivery.id, { delivery, leasedAt: now });
+    return claimed;
+  };
+
+  /** Starts renewing held leases (one renewal at a time, checked twice per third of a lease); returns the stop. */
+  const renewWhileHeld = () => {
+    let renewing: Promise<void> = Promise.resolve();
+    const timer = setInterval(() => { renewing = renewing.then(renewHeld); }, renewEveryMs / 2);
+    timer.unref();
+    return async () => {
+      clearInterval(timer);
+      await renewing;
+      holding.clear();
+    };
   };
 
   const loop: RelayLoop = createRelayLoop<ClaimedDelivery, Completion>(
     {
-      claim,
+      claim: claimHeld,
       process: attempt,
       complete,
-      release: async (items) => { await releaseDeliveries(db, items); },
+      release: async (items) => {
+        await releaseDeliveries(db, items);
+        for (const d of items) holding.delete(d.id);
+      },
       onError: (error, stage) => logger?.error({ err: error, stage }, "relay error; retrying"),
     },
     { batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000, completionWriters: options.completionWriters, processConcurrency: httpConcurrency },
   );
 
   let unlisten: (() => Promise<void>) | null = null;
+  let stopRenewing: () => Promise<void> = async () => {};
 
   return {
     name: "outbound-relay",
     async start() {
       unlisten = await db.listen(NOTIFY_CHANNEL, () => loop.wake());
+      stopRenewing = renewWhileHeld();
       loop.start();
     },
     async stop() {
       await loop.stop();
+      await stopRenewing();
       const u = unlisten;
       unlisten = null;
       await u?.();
@@ -164,12 +218,19 @@ export function createRelay(options: RelayOptions): Relay {
     runOnce() {
       return withSpan(SPANS.relayBatch, {}, async (span) => {
         nextProbeCheck = 0;
-        const claimed = await claim(batchSize);
-        const completions: Completion[] = [];
-        for (let i = 0; i < claimed.length; i += httpConcurrency) {
-          completions.push(...(await Promise.all(claimed.slice(i, i + httpConcurrency).map(attempt))));
+        // A pass may take several HTTP turns of up to the timeout each: its leases are renewed meanwhile.
+        const done = renewWhileHeld();
+        let claimed: ClaimedDelivery[];
+        try {
+          claimed = await claimHeld(batchSize);
+          const completions: Completion[] = [];
+          for (let i = 0; i < claimed.length; i += httpConcurrency) {
+            completions.push(...(await Promise.all(claimed.slice(i, i + httpConcurrency).map(attempt))));
+          }
+          await complete(completions);
+        } finally {
+          await done();
         }
-        await complete(completions);
         span.setAttribute("webhooks.batch.size", claimed.length);
         return claimed.length;
       });

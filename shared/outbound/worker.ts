@@ -13,15 +13,6 @@ import { instrumentTransport } from "../telemetry/instrument.js";
  */
 export function createOutboundRelay(ctx: { config: Config; db: Database; logger: Logger }): { relay: Relay; transport: Transport } {
   const { config, db, logger } = ctx;
-  // A held delivery may wait for up to concurrency ÷ 64 HTTP turns (the relay's default HTTP
-  // concurrency), each as long as the attempt timeout, before its own attempt ends.
-  const worstHoldMs = Math.ceil(config.OUTBOUND_CONCURRENCY / 64) * config.OUTBOUND_TIMEOUT_MS;
-  if (config.OUTBOUND_LEASE_SECONDS * 1000 <= worstHoldMs) {
-    logger.warn(
-      { leaseSeconds: config.OUTBOUND_LEASE_SECONDS, worstHoldSeconds: worstHoldMs / 1000 },
-      "OUTBOUND_LEASE_SECONDS should exceed OUTBOUND_CONCURRENCY ÷ 64 × OUTBOUND_TIMEOUT_MS, or a slow attempt may be sent twice",
-    );
-  }
   const transport = instrumentTransport(createTransport({
     allowedDestinations: config.ALLOWED_DESTINATIONS.split(",").map((s) => s.trim()).filter(Boolean),
     timeoutMs: config.OUTBOUND_TIMEOUT_MS,

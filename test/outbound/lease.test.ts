@@ -109,6 +109,33 @@ describeEachBackend("outbound leases", (ctx) => {
     expect(perRelay.filter((n) => n > 0).length).toBeGreaterThan(1); // they really shared the work
   }, 150_000);
 
+  it("a live relay renews the leases it holds: deliveries waiting on a slow endpoint are never taken over", async () => {
+    // Each answer takes 1.2 s and one is sent at a time, so the last of four waits ~4 s for its
+    // turn: four times its 1 s lease. Without renewal another relay would take it over and send it too.
+    receiver = await startReceiver(() => ({ status: 200, delay: 1200 }));
+    const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    for (let j = 0; j < 4; j++) await enqueue(ctx.db, { id: `slow-${j}`, type: "a.b", data: { j } });
+    const relay = createRelay({ db: ctx.db, transport, batchSize: 4, concurrency: 4, httpConcurrency: 1, leaseSeconds: 1, pollIntervalMs: 50 });
+    const stolen: string[] = [];
+    await relay.start();
+    try {
+      // The relay claims all four in one batch, then sends the first.
+      await waitFor("the first request", () => receiver!.received.length > 0, 10_000, 10);
+      await waitFor("all four delivered", async () => {
+        // Another relay tries all along; any lease left to expire would be its to take.
+        const taken = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID() });
+        stolen.push(...taken.map((t) => t.id));
+        const { rows } = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbound_deliveries WHERE status = 'delivered'");
+        return rows[0]!.n === 4 || stolen.length > 0;
+      }, 30_000, 100);
+    } finally {
+      await relay.stop();
+    }
+    expect(stolen).toEqual([]);
+    expect(receiver.received.map((r) => r.webhookId).sort()).toEqual([0, 1, 2, 3].map((j) => `slow-${j}:${sub.id}`));
+    expect((await ctx.db.query("SELECT 1 FROM outbound_attempts WHERE stale")).rows).toEqual([]);
+  }, 60_000);
+
   it("graceful shutdown: stops claiming, finishes in-flight attempts, leaves the rest unleased", async () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => { open = r; });
