@@ -6,12 +6,13 @@
 import { ApiError } from "./api.js";
 import { EXIT, GLOBAL_HELP, OperationError, UsageError, commandHelp, parseInvocation, type Command, type Io } from "./command.js";
 import { dlqList, dlqReplay } from "./commands/dlq.js";
+import { eventsSend } from "./commands/events.js";
 import { inboxList, inboxReplay } from "./commands/inbox.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
 import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptionsList } from "./commands/subscriptions.js";
 
 export const COMMANDS: Command[] = [
-  dlqList, dlqReplay, inboxList, inboxReplay,
+  dlqList, dlqReplay, inboxList, inboxReplay, eventsSend,
   subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsEnable,
   synth, deploy, compare,
 ];
@@ -23,7 +24,7 @@ function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return `Usage: webhooks <command> [options]
 
-Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, the cloud stacks.
+Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, events, the cloud stacks.
 
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary.split(". ")[0]!.replace(/\.$/, "")}`).join("\n")}

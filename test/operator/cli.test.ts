@@ -3,7 +3,7 @@
  * process: each command's happy path, and its message and exit code on bad input.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,7 +64,7 @@ describe("webhooks (overview and usage errors)", { timeout: 120_000 }, () => {
   it("--help lists every command and exits 0; no command exits 2", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
-    for (const c of ["dlq list", "dlq replay", "inbox list", "inbox replay", "subscriptions create", "subscriptions enable", "synth", "deploy", "compare"]) {
+    for (const c of ["dlq list", "dlq replay", "inbox list", "inbox replay", "events send", "subscriptions create", "subscriptions enable", "synth", "deploy", "compare"]) {
       expect(help.stdout).toContain(c);
     }
     expect((await cli([])).code).toBe(2);
@@ -99,6 +99,50 @@ describe("webhooks (overview and usage errors)", { timeout: 120_000 }, () => {
     const bad = await cli(["dlq", "list", "--url", "ftp://x"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--url must be an http(s) URL");
+  });
+});
+
+describe("webhooks events", { timeout: 120_000 }, () => {
+  it("send enqueues one event for the subscriptions that want it; again, it changes nothing", async () => {
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/events-cli`, eventTypes: ["cli.*"] }) as { id: string };
+    const r = await cli(["events", "send", "--type", "cli.created", "--id", "cli-1", "--data", '{"n":1}']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe("Enqueued cli-1: 1 delivery.\n");
+    const again = await cli(["events", "send", "--type", "cli.created", "--id", "cli-1", "--data", '{"n":1}', "--json"]);
+    expect(JSON.parse(again.stdout)).toEqual({ eventId: "cli-1", created: false, deliveries: [{ id: `cli-1:${sub.id}`, subscriptionId: sub.id, status: expect.any(String) }] });
+  });
+
+  it("send --file enqueues a batch in one transaction", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "webhooks-cli-"));
+    const file = join(dir, "events.json");
+    writeFileSync(file, JSON.stringify([{ id: "cli-b1", type: "cli.batch", data: 1 }, { id: "cli-b2", type: "cli.batch", data: 2 }]));
+    const r = await cli(["events", "send", "--file", file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/cli-b1\s+yes/);
+    expect(r.stdout).toMatch(/cli-b2\s+yes/);
+    writeFileSync(file, JSON.stringify([{ id: "cli-b3", type: "cli.batch", data: 3 }, { id: "cli-b4", type: "cli batch", data: 4 }]));
+    const bad = await cli(["events", "send", "--file", file]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("events[1]: Invalid event: type");
+    expect(await t.api("GET", "/deliveries?eventId=cli-b3")).toEqual({ deliveries: [] }); // nothing of the batch
+  });
+
+  it("send refuses missing and invalid input with the reason", async () => {
+    const noType = await cli(["events", "send", "--data", "{}"]);
+    expect(noType.code).toBe(2);
+    expect(noType.stderr).toContain("--type is required");
+    const badJson = await cli(["events", "send", "--type", "a.b", "--data", "{nope"]);
+    expect(badJson.code).toBe(2);
+    expect(badJson.stderr).toContain("--data is not JSON");
+    const both = await cli(["events", "send", "--file", "x.json", "--type", "a.b"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("use it without --type");
+    const noFile = await cli(["events", "send", "--file", "/nonexistent/events.json"]);
+    expect(noFile.code).toBe(2);
+    expect(noFile.stderr).toContain("Cannot read --file /nonexistent/events.json: ENOENT");
+    const badType = await cli(["events", "send", "--type", "order paid"]);
+    expect(badType.code).toBe(1);
+    expect(badType.stderr).toMatch(/failed with 400 invalid_request: Invalid event: type/);
   });
 });
 
