@@ -16,6 +16,7 @@
  * Alerts about alert deliveries are never raised (that would loop while the alert URL is down);
  * such a dead letter is still logged at error level by the relay and listed in `/dead-letters`.
  */
+import { MIN_RETENTION_DAYS } from "./retention/policy.js";
 import { runPeriodically } from "./periodic.js";
 import type { Logger } from "pino";
 import type { Database, Queryable } from "./db/port.js";
@@ -117,9 +118,16 @@ async function unalertedQuarantine(q: Queryable, lookbackHours: number, limit: n
   return rows;
 }
 
+/** How far back a scan looks: less than the shortest retention, whose alert events prove an announcement. */
+export const MAX_LOOKBACK_HOURS = (MIN_RETENTION_DAYS - 1) * 24;
+
 export interface ScanOptions {
   logger?: Logger;
-  /** Only entries dead-lettered or quarantined this recently raise an alert. Default: 168 (7 days). */
+  /**
+   * Only entries dead-lettered or quarantined this recently raise an alert. Default and most:
+   * 168 (7 days). The alert event marks an entry as announced, and retention may purge it after
+   * MIN_RETENTION_DAYS: a longer look back would announce purged alerts' entries again.
+   */
   lookbackHours?: number;
   /** Most alerts raised per scan and direction. Default: 100. */
   limit?: number;
@@ -132,7 +140,10 @@ export interface ScanOptions {
  * this call created (an alert another scanner created first is not returned).
  */
 export async function scanForAlerts(db: Database, options: ScanOptions = {}): Promise<Alert[]> {
-  const lookback = options.lookbackHours ?? 168;
+  const lookback = options.lookbackHours ?? MAX_LOOKBACK_HOURS;
+  if (!(lookback > 0 && lookback <= MAX_LOOKBACK_HOURS)) {
+    throw new RangeError(`lookbackHours must be above 0 and at most ${MAX_LOOKBACK_HOURS} (retention keeps alert events ${MIN_RETENTION_DAYS} days at least); got ${lookback}`);
+  }
   const limit = options.limit ?? 100;
   return withSpan(SPANS.alertScan, {}, async (span) => {
     const raised: Alert[] = [];

@@ -20,6 +20,11 @@ describeEachBackend("alerts", (ctx) => {
     await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret);
   });
 
+  it("refuses to look back further than retention keeps the alert events that mark what was announced", async () => {
+    await expect(scanForAlerts(ctx.db, { lookbackHours: 169 })).rejects.toThrow(/lookbackHours must be above 0 and at most 168 \(retention keeps alert events 8 days at least\); got 169/);
+    await expect(scanForAlerts(ctx.db, { lookbackHours: 0 })).rejects.toThrow(RangeError);
+  });
+
   it("raises one alert per dead letter, delivers it signed, and none for the alert's own deliveries", async () => {
     receiver.answer = ({ path }) => (path === "/alerts" ? 200 : 400);
     const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/dead`, `alert-${ctx.backend}`);
