@@ -121,6 +121,15 @@ async function unalertedQuarantine(q: Queryable, lookbackHours: number, limit: n
 /** How far back a scan looks: less than the shortest retention, whose alert events prove an announcement. */
 export const MAX_LOOKBACK_HOURS = (MIN_RETENTION_DAYS - 1) * 24;
 
+/** The look-back in whole hours, 1 to MAX_LOOKBACK_HOURS (default: the most); throws RangeError otherwise. */
+function checkedLookback(hours: number | undefined): number {
+  const lookback = hours ?? MAX_LOOKBACK_HOURS;
+  if (!Number.isInteger(lookback) || lookback < 1 || lookback > MAX_LOOKBACK_HOURS) {
+    throw new RangeError(`lookbackHours must be a whole number from 1 to ${MAX_LOOKBACK_HOURS} (retention keeps alert events ${MIN_RETENTION_DAYS} days at least); got ${lookback}`);
+  }
+  return lookback;
+}
+
 export interface ScanOptions {
   logger?: Logger;
   /**
@@ -140,10 +149,7 @@ export interface ScanOptions {
  * this call created (an alert another scanner created first is not returned).
  */
 export async function scanForAlerts(db: Database, options: ScanOptions = {}): Promise<Alert[]> {
-  const lookback = options.lookbackHours ?? MAX_LOOKBACK_HOURS;
-  if (!(lookback > 0 && lookback <= MAX_LOOKBACK_HOURS)) {
-    throw new RangeError(`lookbackHours must be above 0 and at most ${MAX_LOOKBACK_HOURS} (retention keeps alert events ${MIN_RETENTION_DAYS} days at least); got ${lookback}`);
-  }
+  const lookback = checkedLookback(options.lookbackHours);
   const limit = options.limit ?? 100;
   return withSpan(SPANS.alertScan, {}, async (span) => {
     const raised: Alert[] = [];
@@ -222,6 +228,7 @@ export interface AlertWorkerOptions extends ScanOptions {
 export function startAlertWorker(ctx: PlatformContext, options: AlertWorkerOptions = {}): BackgroundWorker {
   const logger = options.logger ?? ctx.logger.child({ worker: "alerts" });
   const intervalMs = options.intervalMs ?? 5000;
+  checkedLookback(options.lookbackHours); // a bad value stops the start, not every scan
   const scan: ScanOptions = { ...options, logger, maxPayloadBytes: options.maxPayloadBytes ?? ctx.config.MAX_PAYLOAD_BYTES };
   let ready = false;
 

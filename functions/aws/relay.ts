@@ -10,9 +10,9 @@ import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
 export async function handleRelay(runtime: AwsRuntime, remainingMs: () => number): Promise<DrainSummary> {
   const db = await runtime.database();
-  const { relay, purge, close } = relayFor(db, runtime.tuning, runtime.logger);
+  const { relay, purge, passReserveMs, close } = relayFor(db, runtime.tuning, runtime.logger);
   try {
-    const summary = await drainOutbox({ relay, purge, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs });
+    const summary = await drainOutbox({ relay, purge, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs });
     runtime.logger.info(summary, "relay run finished");
     return summary;
   } finally {

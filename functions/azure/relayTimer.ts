@@ -13,9 +13,9 @@ import type { AzureRuntime } from "./runtime.js";
 export async function relayTimer(runtime: AzureRuntime, _timer: Timer, budgetSeconds = runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS): Promise<DrainSummary> {
   const deadline = Date.now() + budgetSeconds * 1000;
   const db = await runtime.database();
-  const { relay, purge, close } = relayFor(db, runtime.tuning, runtime.logger);
+  const { relay, purge, passReserveMs, close } = relayFor(db, runtime.tuning, runtime.logger);
   try {
-    const summary = await drainOutbox({ relay, purge, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
+    const summary = await drainOutbox({ relay, purge, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
     runtime.logger.info(summary, "relay run finished");
     return summary;
   } finally {

@@ -60,9 +60,9 @@ export async function processPush(runtime: GcpRuntime, req: Request, res: Respon
 export async function relayHttp(runtime: GcpRuntime, _req: Request, res: Response): Promise<void> {
   const deadline = Date.now() + runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS * 1000;
   const db = await runtime.database();
-  const { relay, purge, close } = relayFor(db, runtime.tuning, runtime.logger);
+  const { relay, purge, passReserveMs, close } = relayFor(db, runtime.tuning, runtime.logger);
   try {
-    const summary = await drainOutbox({ relay, purge, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
+    const summary = await drainOutbox({ relay, purge, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
     runtime.logger.info(summary, "relay run finished");
     sendJson(res, 200, summary);
   } finally {

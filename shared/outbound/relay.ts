@@ -43,9 +43,10 @@ export interface RelayOptions {
    */
   httpConcurrency?: number;
   /**
-   * Lease length. A started relay renews the leases it still holds every third of it, so a lease
-   * runs out only when its relay has died or lost the database that long: then, and only then,
-   * another relay takes the deliveries over (a crash costs that much delay). Default: 60.
+   * Lease length. A relay renews the leases it still holds once a third of it has passed (checked
+   * every sixth), so a lease runs out only when its relay has died, or lost the database for about
+   * half a lease: then another relay takes the deliveries over (a crash delays them that long).
+   * Default: 60.
    */
   leaseSeconds?: number;
   /** Backstop poll when no NOTIFY arrives (retries coming due, missed wake-ups). Default: 1000 ms. */
@@ -113,25 +114,39 @@ export function createRelay(options: RelayOptions): Relay {
     return claimed;
   };
 
-  /** Deliveries claimed by the started loop and not yet written or released, with when their lease was last set. */
+  /**
+   * Deliveries claimed (by the started loop or a `runOnce` pass) and not yet written or released,
+   * with when their lease was last set.
+   */
   const holding = new Map<string, { delivery: ClaimedDelivery; leasedAt: number }>();
+  /** Forgets held deliveries, unless the entry is a newer claim of the same delivery. */
+  const letGo = (deliveries: readonly ClaimedDelivery[]) => {
+    for (const d of deliveries) {
+      if (holding.get(d.id)?.delivery.leaseToken === d.leaseToken) holding.delete(d.id);
+    }
+  };
   const renewEveryMs = (leaseSeconds * 1000) / 3;
   /**
    * Renews the leases set more than a third of a lease ago (most deliveries are written long before:
    * this only touches those waiting on slow endpoints). Another relay's lease is never extended.
+   * Like a claim, it commits without waiting for the WAL flush: a renewal lost in a PostgreSQL crash
+   * can only let a lease run out early, and a re-send with the same webhook-id is allowed.
    */
   const renewHeld = async () => {
     const now = Date.now();
     const due = [...holding.values()].filter((h) => now - h.leasedAt >= renewEveryMs).map((h) => h.delivery);
     if (due.length === 0) return;
     try {
-      await renewLeases(db, due, leaseSeconds);
-      for (const d of due) {
-        const h = holding.get(d.id);
+      const renewed = await db.transaction(async (tx) => {
+        await tx.query("SET LOCAL synchronous_commit = off");
+        return renewLeases(tx, due, leaseSeconds);
+      });
+      for (const id of renewed) {
+        const h = holding.get(id);
         if (h) h.leasedAt = now;
       }
     } catch (error) {
-      logger?.error({ err: error, held: due.length }, "renewing leases failed; retrying at the next renewal");
+      logger?.error({ err: error, held: due.length }, "renewing leases failed; retrying at the next check");
     }
   };
 
@@ -160,7 +175,7 @@ export function createRelay(options: RelayOptions): Relay {
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
     }
-    for (const c of completions) holding.delete(c.delivery.id);
+    letGo(completions.map((c) => c.delivery));
     options.onCompleted?.(completions, result);
   };
 
@@ -172,14 +187,20 @@ export function createRelay(options: RelayOptions): Relay {
     return claimed;
   };
 
-  /** Starts renewing held leases (one renewal at a time, checked twice per third of a lease); returns the stop. */
+  /**
+   * Starts renewing held leases, checked every sixth of a lease (so a lease is renewed after a third
+   * to a half of it has passed); a check is skipped while a renewal still runs. Returns the stop,
+   * which waits a few seconds at most for a renewal in progress.
+   */
   const renewWhileHeld = () => {
-    let renewing: Promise<void> = Promise.resolve();
-    const timer = setInterval(() => { renewing = renewing.then(renewHeld); }, renewEveryMs / 2);
+    let renewing: Promise<void> | null = null;
+    const timer = setInterval(() => {
+      if (!renewing) renewing = renewHeld().finally(() => { renewing = null; });
+    }, renewEveryMs / 2);
     timer.unref();
     return async () => {
       clearInterval(timer);
-      await renewing;
+      if (renewing) await Promise.race([renewing, new Promise((r) => setTimeout(r, 5000).unref())]);
       holding.clear();
     };
   };
@@ -190,8 +211,12 @@ export function createRelay(options: RelayOptions): Relay {
       process: attempt,
       complete,
       release: async (items) => {
-        await releaseDeliveries(db, items);
-        for (const d of items) holding.delete(d.id);
+        // Forgotten even if the release fails: a lease no longer renewed runs out by itself.
+        try {
+          await releaseDeliveries(db, items);
+        } finally {
+          letGo(items);
+        }
       },
       onError: (error, stage) => logger?.error({ err: error, stage }, "relay error; retrying"),
     },
@@ -204,6 +229,7 @@ export function createRelay(options: RelayOptions): Relay {
   return {
     name: "outbound-relay",
     async start() {
+      if (unlisten) return; // already started
       unlisten = await db.listen(NOTIFY_CHANNEL, () => loop.wake());
       stopRenewing = renewWhileHeld();
       loop.start();

@@ -11,7 +11,10 @@ import { instrumentTransport } from "../telemetry/instrument.js";
  * Builds a relay and its transport from the configuration, without starting it: a cloud timer
  * calls `relay.runOnce()`, the local platform calls `startOutboundRelay`. Close the transport last.
  */
-export function createOutboundRelay(ctx: { config: Config; db: Database; logger: Logger }): { relay: Relay; transport: Transport } {
+export function createOutboundRelay(
+  ctx: { config: Config; db: Database; logger: Logger },
+  overrides: { batchSize?: number } = {},
+): { relay: Relay; transport: Transport } {
   const { config, db, logger } = ctx;
   const transport = instrumentTransport(createTransport({
     allowedDestinations: config.ALLOWED_DESTINATIONS.split(",").map((s) => s.trim()).filter(Boolean),
@@ -27,7 +30,7 @@ export function createOutboundRelay(ctx: { config: Config; db: Database; logger:
       disableAfter: config.OUTBOUND_DISABLE_AFTER,
       probeIntervalSeconds: config.OUTBOUND_PROBE_INTERVAL_SECONDS,
     },
-    batchSize: config.OUTBOUND_BATCH_SIZE,
+    batchSize: overrides.batchSize ?? config.OUTBOUND_BATCH_SIZE,
     concurrency: config.OUTBOUND_CONCURRENCY,
     leaseSeconds: config.OUTBOUND_LEASE_SECONDS,
     pollIntervalMs: config.OUTBOUND_POLL_INTERVAL_MS,

@@ -21,8 +21,9 @@ describeEachBackend("alerts", (ctx) => {
   });
 
   it("refuses to look back further than retention keeps the alert events that mark what was announced", async () => {
-    await expect(scanForAlerts(ctx.db, { lookbackHours: 169 })).rejects.toThrow(/lookbackHours must be above 0 and at most 168 \(retention keeps alert events 8 days at least\); got 169/);
+    await expect(scanForAlerts(ctx.db, { lookbackHours: 169 })).rejects.toThrow(/lookbackHours must be a whole number from 1 to 168 \(retention keeps alert events 8 days at least\); got 169/);
     await expect(scanForAlerts(ctx.db, { lookbackHours: 0 })).rejects.toThrow(RangeError);
+    await expect(scanForAlerts(ctx.db, { lookbackHours: 1.5 })).rejects.toThrow(RangeError);
   });
 
   it("raises one alert per dead letter, delivers it signed, and none for the alert's own deliveries", async () => {

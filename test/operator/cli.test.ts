@@ -3,11 +3,11 @@
  * process: each command's happy path, and its message and exit code on bad input.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { generateSecret, sign } from "../../shared/outbound/signature.js";
 import { openTestDatabase } from "../support/databases.js";
 import { eventually, makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
@@ -113,7 +113,9 @@ describe("webhooks events", { timeout: 120_000 }, () => {
   });
 
   it("send --file enqueues a batch in one transaction", async () => {
+    await t.api("POST", "/subscriptions", { url: `${receiver.url}/events-cli-batch`, eventTypes: ["cli.batch"] });
     const dir = mkdtempSync(join(tmpdir(), "webhooks-cli-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, "events.json");
     writeFileSync(file, JSON.stringify([{ id: "cli-b1", type: "cli.batch", data: 1 }, { id: "cli-b2", type: "cli.batch", data: 2 }]));
     const r = await cli(["events", "send", "--file", file]);
@@ -124,7 +126,10 @@ describe("webhooks events", { timeout: 120_000 }, () => {
     const bad = await cli(["events", "send", "--file", file]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("events[1]: Invalid event: type");
-    expect(await t.api("GET", "/deliveries?eventId=cli-b3")).toEqual({ deliveries: [] }); // nothing of the batch
+    // Nothing of the batch, though cli-b3 was valid and has a subscription that wants it.
+    expect(await t.api("GET", "/deliveries?eventId=cli-b3")).toEqual({ deliveries: [] });
+    const first = await t.api("GET", "/deliveries?eventId=cli-b1") as { deliveries: { eventId: string }[] };
+    expect(first.deliveries.length).toBeGreaterThan(0);
   });
 
   it("send refuses missing and invalid input with the reason", async () => {

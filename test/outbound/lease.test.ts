@@ -136,6 +136,26 @@ describeEachBackend("outbound leases", (ctx) => {
     expect((await ctx.db.query("SELECT 1 FROM outbound_attempts WHERE stale")).rows).toEqual([]);
   }, 60_000);
 
+  it("a runOnce pass renews its leases too, for as long as its HTTP turns take", async () => {
+    receiver = await startReceiver(() => ({ status: 200, delay: 1200 }));
+    const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    for (let j = 0; j < 4; j++) await enqueue(ctx.db, { id: `pass-${j}`, type: "a.b", data: { j } });
+    const relay = createRelay({ db: ctx.db, transport, batchSize: 4, concurrency: 4, httpConcurrency: 1, leaseSeconds: 1 });
+    const pass = relay.runOnce();
+    await waitFor("the first request", () => receiver!.received.length > 0, 10_000, 10);
+    const stolen: string[] = [];
+    let done = false;
+    void pass.finally(() => { done = true; });
+    while (!done) {
+      const taken = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID() });
+      stolen.push(...taken.map((t) => t.id));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await pass).toBe(4);
+    expect(stolen).toEqual([]);
+    expect(receiver.received.map((r) => r.webhookId).sort()).toEqual([0, 1, 2, 3].map((j) => `pass-${j}:${sub.id}`));
+  }, 60_000);
+
   it("graceful shutdown: stops claiming, finishes in-flight attempts, leaves the rest unleased", async () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => { open = r; });

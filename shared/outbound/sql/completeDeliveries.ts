@@ -117,8 +117,8 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
  * Subscriptions are locked in id order, so concurrent writes (several per relay, and several
  * relays) never deadlock on them; deliveries are disjoint between writes, except a stale one, whose
  * row the UPDATE skips. (Sub-statements of one statement run in no set order, which is why
- * nothing else may lock the same rows in another order: an operator's resume touches only
- * deliveries no lease holds.)
+ * nothing else may wait on the same rows in another order: an operator's resume touches only
+ * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
 export async function completeDeliveries(db: Queryable, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], transitions: [] };
