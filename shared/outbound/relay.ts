@@ -49,6 +49,13 @@ export interface RelayOptions {
    * Default: 60.
    */
   leaseSeconds?: number;
+  /**
+   * Longest a relay keeps renewing the lease of one delivery, from its claim. Past it the lease is
+   * left to run out, so a relay alive but stuck (a completion write failing over and over) gives
+   * its deliveries up to the others, as a dead one does. Keep it above the longest legitimate hold:
+   * concurrency ÷ httpConcurrency attempt timeouts (160 s with the defaults). Default: 600.
+   */
+  maxHoldSeconds?: number;
   /** Backstop poll when no NOTIFY arrives (retries coming due, missed wake-ups). Default: 1000 ms. */
   pollIntervalMs?: number;
   /** How long `stop` waits for in-flight attempts. Default: 30 000 ms. */
@@ -87,6 +94,7 @@ export function createRelay(options: RelayOptions): Relay {
   const concurrency = options.concurrency ?? 1024;
   const httpConcurrency = Math.min(options.httpConcurrency ?? 64, concurrency);
   const leaseSeconds = options.leaseSeconds ?? 60;
+  const maxHoldMs = (options.maxHoldSeconds ?? 600) * 1000;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   // Probes are rare; looking for them on every claim would double the queries of the hot path.
   const probeCheckMs = Math.min(1000, Math.max(pollIntervalMs, 50));
@@ -118,7 +126,7 @@ export function createRelay(options: RelayOptions): Relay {
    * Deliveries claimed (by the started loop or a `runOnce` pass) and not yet written or released,
    * with when their lease was last set.
    */
-  const holding = new Map<string, { delivery: ClaimedDelivery; leasedAt: number }>();
+  const holding = new Map<string, { delivery: ClaimedDelivery; claimedAt: number; leasedAt: number }>();
   /** Forgets held deliveries, unless the entry is a newer claim of the same delivery. */
   const letGo = (deliveries: readonly ClaimedDelivery[]) => {
     for (const d of deliveries) {
@@ -134,7 +142,18 @@ export function createRelay(options: RelayOptions): Relay {
    */
   const renewHeld = async () => {
     const now = Date.now();
-    const due = [...holding.values()].filter((h) => now - h.leasedAt >= renewEveryMs).map((h) => h.delivery);
+    const due: ClaimedDelivery[] = [];
+    const overdue: ClaimedDelivery[] = [];
+    for (const h of holding.values()) {
+      if (now - h.leasedAt < renewEveryMs) continue;
+      (now - h.claimedAt < maxHoldMs ? due : overdue).push(h.delivery);
+    }
+    if (overdue.length > 0) {
+      // Held too long: stop renewing and forget them; their leases run out and another relay (or
+      // this one, once unstuck) takes them. A late completion of ours is then rejected as stale.
+      logger?.warn({ deliveries: overdue.length, maxHoldSeconds: maxHoldMs / 1000 }, "deliveries held past maxHoldSeconds: their leases are left to run out");
+      letGo(overdue);
+    }
     if (due.length === 0) return;
     try {
       const renewed = await db.transaction(async (tx) => {
@@ -183,7 +202,7 @@ export function createRelay(options: RelayOptions): Relay {
   const claimHeld = async (limit: number) => {
     const claimed = await claim(limit);
     const now = Date.now();
-    for (const delivery of claimed) holding.set(delivery.id, { delivery, leasedAt: now });
+    for (const delivery of claimed) holding.set(delivery.id, { delivery, claimedAt: now, leasedAt: now });
     return claimed;
   };
 

@@ -136,6 +136,25 @@ describeEachBackend("outbound leases", (ctx) => {
     expect((await ctx.db.query("SELECT 1 FROM outbound_attempts WHERE stale")).rows).toEqual([]);
   }, 60_000);
 
+  it("renews a delivery's lease for maxHoldSeconds at most: a relay stuck that long gives it up", async () => {
+    receiver = await startReceiver(() => ({ status: 200, delay: 1200 }));
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    for (let j = 0; j < 4; j++) await enqueue(ctx.db, { id: `held-${j}`, type: "a.b", data: { j } });
+    // The last delivery waits ~3.6 s for its turn, beyond a 2 s maximum hold.
+    const relay = createRelay({ db: ctx.db, transport, batchSize: 4, concurrency: 4, httpConcurrency: 1, leaseSeconds: 1, maxHoldSeconds: 2, pollIntervalMs: 50 });
+    await relay.start();
+    try {
+      await waitFor("the first request", () => receiver!.received.length > 0, 10_000, 10);
+      const taken = await waitFor("a lease left to run out", async () => {
+        const got = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID() });
+        return got.length > 0 ? got : null;
+      }, 10_000, 100);
+      expect(taken!.map((t) => t.eventId)).toContain("held-3");
+    } finally {
+      await relay.stop();
+    }
+  }, 60_000);
+
   it("a runOnce pass renews its leases too, for as long as its HTTP turns take", async () => {
     receiver = await startReceiver(() => ({ status: 200, delay: 1200 }));
     const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
