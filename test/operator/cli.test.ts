@@ -35,6 +35,14 @@ function cli(args: string[], env: Record<string, string> = {}, timeoutMs = 100_0
   });
 }
 
+/** Runs the CLI and checks it refused: exit `code` and `message` on stderr (a string it contains, or a pattern). */
+async function refused(code: 1 | 2, message: string | RegExp, args: string[], env: Record<string, string> = {}): Promise<void> {
+  const r = await cli(args, env);
+  expect(r.code, r.stderr).toBe(code);
+  if (typeof message === "string") expect(r.stderr).toContain(message);
+  else expect(r.stderr).toMatch(message);
+}
+
 async function quarantineOne(id: string): Promise<string> {
   const body = JSON.stringify({ type: "order.paid", data: {} }); // no order_id: rejected, quarantined
   const ts = Math.floor(Date.now() / 1000);
@@ -71,12 +79,8 @@ describe("webhooks (overview and usage errors)", { timeout: 120_000 }, () => {
   });
 
   it("an unknown command or action exits 2 and says what exists", async () => {
-    const a = await cli(["frobnicate"]);
-    expect(a.code).toBe(2);
-    expect(a.stderr).toContain('unknown command "frobnicate"');
-    const b = await cli(["dlq", "purge"]);
-    expect(b.code).toBe(2);
-    expect(b.stderr).toContain('unknown action "purge"; use one of: list, replay');
+    await refused(2, 'unknown command "frobnicate"', ["frobnicate"]);
+    await refused(2, 'unknown action "purge"; use one of: list, replay', ["dlq", "purge"]);
   });
 
   it("an unknown option exits 2 and names it", async () => {
@@ -87,18 +91,10 @@ describe("webhooks (overview and usage errors)", { timeout: 120_000 }, () => {
   });
 
   it("a missing token exits 2; a wrong token and an unreachable server exit 1 with what to do", async () => {
-    const none = await cli(["dlq", "list"], { ADMIN_TOKEN: "" });
-    expect(none.code).toBe(2);
-    expect(none.stderr).toContain("pass --token or set ADMIN_TOKEN");
-    const wrong = await cli(["dlq", "list", "--token", "not-the-token-at-all"]);
-    expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toContain("refused the token (401)");
-    const down = await cli(["dlq", "list", "--url", "http://127.0.0.1:9"]);
-    expect(down.code).toBe(1);
-    expect(down.stderr).toContain("Could not reach the platform at http://127.0.0.1:9");
-    const bad = await cli(["dlq", "list", "--url", "ftp://x"]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("--url must be an http(s) URL");
+    await refused(2, "pass --token or set ADMIN_TOKEN", ["dlq", "list"], { ADMIN_TOKEN: "" });
+    await refused(1, "refused the token (401)", ["dlq", "list", "--token", "not-the-token-at-all"]);
+    await refused(1, "Could not reach the platform at http://127.0.0.1:9", ["dlq", "list", "--url", "http://127.0.0.1:9"]);
+    await refused(2, "--url must be an http(s) URL", ["dlq", "list", "--url", "ftp://x"]);
   });
 });
 
@@ -123,9 +119,7 @@ describe("webhooks events", { timeout: 120_000 }, () => {
     expect(r.stdout).toMatch(/cli-b1\s+yes/);
     expect(r.stdout).toMatch(/cli-b2\s+yes/);
     writeFileSync(file, JSON.stringify([{ id: "cli-b3", type: "cli.batch", data: 3 }, { id: "cli-b4", type: "cli batch", data: 4 }]));
-    const bad = await cli(["events", "send", "--file", file]);
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain("events[1]: Invalid event: type");
+    await refused(1, "events[1]: Invalid event: type", ["events", "send", "--file", file]);
     // Nothing of the batch, though cli-b3 was valid and has a subscription that wants it.
     expect(await t.api("GET", "/deliveries?eventId=cli-b3")).toEqual({ deliveries: [] });
     const first = await t.api("GET", "/deliveries?eventId=cli-b1") as { deliveries: { eventId: string }[] };
@@ -133,21 +127,11 @@ describe("webhooks events", { timeout: 120_000 }, () => {
   });
 
   it("send refuses missing and invalid input with the reason", async () => {
-    const noType = await cli(["events", "send", "--data", "{}"]);
-    expect(noType.code).toBe(2);
-    expect(noType.stderr).toContain("--type is required");
-    const badJson = await cli(["events", "send", "--type", "a.b", "--data", "{nope"]);
-    expect(badJson.code).toBe(2);
-    expect(badJson.stderr).toContain("--data is not JSON");
-    const both = await cli(["events", "send", "--file", "x.json", "--type", "a.b"]);
-    expect(both.code).toBe(2);
-    expect(both.stderr).toContain("use it without --type");
-    const noFile = await cli(["events", "send", "--file", "/nonexistent/events.json"]);
-    expect(noFile.code).toBe(2);
-    expect(noFile.stderr).toContain("Cannot read --file /nonexistent/events.json: ENOENT");
-    const badType = await cli(["events", "send", "--type", "order paid"]);
-    expect(badType.code).toBe(1);
-    expect(badType.stderr).toMatch(/failed with 400 invalid_request: Invalid event: type/);
+    await refused(2, "--type is required", ["events", "send", "--data", "{}"]);
+    await refused(2, "--data is not JSON", ["events", "send", "--type", "a.b", "--data", "{nope"]);
+    await refused(2, "use it without --type", ["events", "send", "--file", "x.json", "--type", "a.b"]);
+    await refused(2, "Cannot read --file /nonexistent/events.json: ENOENT", ["events", "send", "--file", "/nonexistent/events.json"]);
+    await refused(1, /failed with 400 invalid_request: Invalid event: type/, ["events", "send", "--type", "order paid"]);
   });
 });
 
@@ -168,21 +152,11 @@ describe("webhooks subscriptions", { timeout: 120_000 }, () => {
   });
 
   it("create refuses missing and invalid input with the reason", async () => {
-    const noUrl = await cli(["subscriptions", "create", "--event", "order.*"]);
-    expect(noUrl.code).toBe(2);
-    expect(noUrl.stderr).toContain("--endpoint is required");
-    const noEvent = await cli(["subscriptions", "create", "--endpoint", "https://example.com"]);
-    expect(noEvent.code).toBe(2);
-    expect(noEvent.stderr).toContain("at least one --event");
-    const badUrl = await cli(["subscriptions", "create", "--endpoint", "not a url", "--event", "order.*"]);
-    expect(badUrl.code).toBe(1);
-    expect(badUrl.stderr).toMatch(/failed with 400 invalid_request: Invalid subscription: url: must be an absolute URL/);
-    const badAttempts = await cli(["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--max-attempts", "0"]);
-    expect(badAttempts.code).toBe(2);
-    expect(badAttempts.stderr).toContain("--max-attempts must be an integer from 1 to 100");
-    const noFile = await cli(["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--secret-file", "/nonexistent/secret"]);
-    expect(noFile.code).toBe(2);
-    expect(noFile.stderr).toContain("Cannot read --secret-file /nonexistent/secret: ENOENT");
+    await refused(2, "--endpoint is required", ["subscriptions", "create", "--event", "order.*"]);
+    await refused(2, "at least one --event", ["subscriptions", "create", "--endpoint", "https://example.com"]);
+    await refused(1, /failed with 400 invalid_request: Invalid subscription: url: must be an absolute URL/, ["subscriptions", "create", "--endpoint", "not a url", "--event", "order.*"]);
+    await refused(2, "--max-attempts must be an integer from 1 to 100", ["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--max-attempts", "0"]);
+    await refused(2, "Cannot read --secret-file /nonexistent/secret: ENOENT", ["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--secret-file", "/nonexistent/secret"]);
   });
 
   it("list shows each subscription's health; --status filters and is validated", async () => {
@@ -192,9 +166,7 @@ describe("webhooks subscriptions", { timeout: 120_000 }, () => {
     expect(r.stdout).toMatch(new RegExp(`${id}\\s+healthy`));
     const json = JSON.parse((await cli(["subscriptions", "list", "--json", "--status", "active"])).stdout);
     expect(json.map((s: { id: string }) => s.id)).toContain(id);
-    const bad = await cli(["subscriptions", "list", "--status", "sleepy"]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("--status must be active, degraded or disabled");
+    await refused(2, "--status must be active, degraded or disabled", ["subscriptions", "list", "--status", "sleepy"]);
   });
 
   it("get shows one; an unknown id exits 1 with the API's message; a missing id exits 2", async () => {
@@ -202,12 +174,8 @@ describe("webhooks subscriptions", { timeout: 120_000 }, () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/health\s+healthy/);
     expect(r.stdout).toContain("order.*, invoice.paid");
-    const unknown = await cli(["subscriptions", "get", "sub_nope"]);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("failed with 404 not_found");
-    const missing = await cli(["subscriptions", "get"]);
-    expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("Missing argument: webhooks subscriptions get <subscription id>");
+    await refused(1, "failed with 404 not_found", ["subscriptions", "get", "sub_nope"]);
+    await refused(2, "Missing argument: webhooks subscriptions get <subscription id>", ["subscriptions", "get"]);
   });
 
   it("enable re-enables a disabled subscription", async () => {
@@ -252,19 +220,13 @@ describe("webhooks dlq", { timeout: 120_000 }, () => {
   });
 
   it("replay refuses bad input: nothing, ids with --all, an id that is not a dead letter", async () => {
-    const none = await cli(["dlq", "replay"]);
-    expect(none.code).toBe(2);
-    expect(none.stderr).toContain("Give the id of at least one dead letter, or --all.");
-    const both = await cli(["dlq", "replay", "x", "--all"]);
-    expect(both.code).toBe(2);
-    expect(both.stderr).toContain("either ids or --all");
+    await refused(2, "Give the id of at least one dead letter, or --all.", ["dlq", "replay"]);
+    await refused(2, "either ids or --all", ["dlq", "replay", "x", "--all"]);
     const unknown = await cli(["dlq", "replay", "nope:nope"]);
     expect(unknown.code).toBe(1);
     expect(unknown.stdout).toContain("Replayed 0 dead letters; 1 failed.");
     expect(unknown.stdout).toContain("404 not_found");
-    const limit = await cli(["dlq", "list", "--limit", "5000"]);
-    expect(limit.code).toBe(2);
-    expect(limit.stderr).toContain("--limit must be an integer from 1 to 1000");
+    await refused(2, "--limit must be an integer from 1 to 1000", ["dlq", "list", "--limit", "5000"]);
   });
 });
 
@@ -292,9 +254,7 @@ describe("webhooks inbox", { timeout: 120_000 }, () => {
   });
 
   it("refuses a bad status, a bad id and a missing id", async () => {
-    const status = await cli(["inbox", "list", "--status", "lost"]);
-    expect(status.code).toBe(2);
-    expect(status.stderr).toContain("--status must be one of pending, deferred, failed, processed, quarantined");
+    await refused(2, "--status must be one of pending, deferred, failed, processed, quarantined", ["inbox", "list", "--status", "lost"]);
     const bad = await cli(["inbox", "replay", "not-a-uuid"]);
     expect(bad.code).toBe(1);
     expect(bad.stdout).toContain("Inbox entry ids are UUIDs");
@@ -304,14 +264,10 @@ describe("webhooks inbox", { timeout: 120_000 }, () => {
 
 describe("webhooks synth | deploy | compare", { timeout: 120_000 }, () => {
   it("refuse an unknown cloud, a missing cloud and --json", async () => {
-    const mars = await cli(["deploy", "mars"]);
-    expect(mars.code).toBe(2);
-    expect(mars.stderr).toContain('Unknown cloud "mars": use one of aws, azure, gcp.');
+    await refused(2, 'Unknown cloud "mars": use one of aws, azure, gcp.', ["deploy", "mars"]);
     const none = await cli(["deploy"]);
     expect(none.code).toBe(2);
-    const json = await cli(["synth", "--json"]);
-    expect(json.code).toBe(2);
-    expect(json.stderr).toContain("--json is not available for `webhooks synth`");
+    await refused(2, "--json is not available for `webhooks synth`", ["synth", "--json"]);
   });
 
   it("deploy runs the preflight first and stops with its verdict when prerequisites are missing", async () => {

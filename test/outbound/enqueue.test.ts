@@ -59,23 +59,33 @@ describeEachBackend("outbound enqueue", (ctx) => {
     expect(await listDeliveries(ctx.db, { eventId: "rolled" })).toEqual([]);
   });
 
-  it("notifies relays on commit only", async () => {
-    await sub(["order.*"]);
+  /**
+   * How many wake-ups relays receive while `act` runs: at least one is awaited, then a round trip
+   * gives a late one (from a rolled-back transaction, or a second from one batch) the chance to
+   * show up too.
+   */
+  const notificationsDuring = async (act: () => Promise<unknown>): Promise<number> => {
     const got: string[] = [];
     const stop = await ctx.db.listen(NOTIFY_CHANNEL, (p) => got.push(p));
     try {
+      await act();
+      await waitFor("a notification", () => got.length > 0, 5000);
+      await ctx.db.query("SELECT pg_notify('outbound_test_barrier', '')");
+      return got.length;
+    } finally {
+      await stop();
+    }
+  };
+
+  it("notifies relays on commit only", async () => {
+    await sub(["order.*"]);
+    expect(await notificationsDuring(async () => {
       await ctx.db.transaction(async (tx) => {
         await enqueue(tx, { id: "n-rolled", type: "order.paid", data: {} });
         throw new Error("rollback");
       }).catch(() => {});
       await ctx.db.transaction((tx) => enqueue(tx, { id: "n-commit", type: "order.paid", data: {} }));
-      await waitFor("a notification", () => got.length > 0, 5000);
-      // Give a late notification from the rolled-back transaction the chance to show up (it must not).
-      await ctx.db.query("SELECT pg_notify('outbound_test_barrier', '')");
-      expect(got).toHaveLength(1);
-    } finally {
-      await stop();
-    }
+    })).toBe(1);
   });
 
   it("is idempotent by event id: the same event again returns the existing rows and changes nothing", async () => {
@@ -141,26 +151,20 @@ describeEachBackend("outbound enqueue", (ctx) => {
   it("enqueueMany writes a batch in one statement: results in input order, each event fanned out, one NOTIFY", async () => {
     const orders = await sub(["order.*"]);
     const all = await sub(["*"]);
-    const got: string[] = [];
-    const stop = await ctx.db.listen(NOTIFY_CHANNEL, (p) => got.push(p));
-    try {
-      const results = await ctx.db.transaction((tx) => enqueueMany(tx, [
+    let results: Awaited<ReturnType<typeof enqueueMany>> = [];
+    expect(await notificationsDuring(async () => {
+      results = await ctx.db.transaction((tx) => enqueueMany(tx, [
         { id: "b3", type: "order.paid", data: { n: 3 } },
         { id: "b1", type: "invoice.sent", data: { n: 1 } },
         { id: "b2", type: "order.shipped", data: null },
       ]));
-      expect(results.map((r) => [r.eventId, r.created])).toEqual([["b3", true], ["b1", true], ["b2", true]]);
-      expect(results[0]!.deliveries.map((d) => d.subscriptionId).sort()).toEqual([orders.id, all.id].sort());
-      expect(results[1]!.deliveries).toEqual([{ id: `b1:${all.id}`, subscriptionId: all.id, status: "pending" }]);
-      for (const r of results) for (const d of r.deliveries) expect(d.id).toBe(`${r.eventId}:${d.subscriptionId}`);
-      const stored = await ctx.db.query<{ event_id: string }>("SELECT event_id FROM outbound_deliveries ORDER BY event_id");
-      expect(stored.rows.map((r) => r.event_id)).toEqual(["b1", "b2", "b2", "b3", "b3"]);
-      await waitFor("a notification", () => got.length > 0, 5000);
-      await ctx.db.query("SELECT pg_notify('outbound_test_barrier', '')");
-      expect(got).toHaveLength(1);
-    } finally {
-      await stop();
-    }
+    })).toBe(1);
+    expect(results.map((r) => [r.eventId, r.created])).toEqual([["b3", true], ["b1", true], ["b2", true]]);
+    expect(results[0]!.deliveries.map((d) => d.subscriptionId).sort()).toEqual([orders.id, all.id].sort());
+    expect(results[1]!.deliveries).toEqual([{ id: `b1:${all.id}`, subscriptionId: all.id, status: "pending" }]);
+    for (const r of results) for (const d of r.deliveries) expect(d.id).toBe(`${r.eventId}:${d.subscriptionId}`);
+    const stored = await ctx.db.query<{ event_id: string }>("SELECT event_id FROM outbound_deliveries ORDER BY event_id");
+    expect(stored.rows.map((r) => r.event_id)).toEqual(["b1", "b2", "b2", "b3", "b3"]);
   });
 
   it("enqueueMany: repeats within and across batches are reported, not rewritten; a changed repeat is a conflict", async () => {

@@ -11,11 +11,15 @@ function harness(total: number, options: { failCompletes?: number; slow?: number
   let maxInFlight = 0;
   let failCompletes = options.failCompletes ?? 0;
   const errors: string[] = [];
+  /** The loop whose `held` count is sampled at each process call, once `watch` names it. */
+  let watched: { held: number } | null = null;
+  let maxHeld = 0;
   const callbacks = {
     async claim(limit: number) {
       return queue.splice(0, limit);
     },
     async process(item: number) {
+      if (watched) maxHeld = Math.max(maxHeld, watched.held);
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       await new Promise((r) => setTimeout(r, options.slow ?? 1));
@@ -35,6 +39,9 @@ function harness(total: number, options: { failCompletes?: number; slow?: number
   return {
     callbacks, completed, released, errors, queue,
     get maxInFlight() { return maxInFlight; },
+    /** Most items the watched loop held when one started processing. */
+    get maxHeld() { return maxHeld; },
+    watch(loop: { held: number }) { watched = loop; },
   };
 }
 
@@ -95,19 +102,14 @@ describe("relay loop (no database)", () => {
 
   it("holds up to `concurrency` but processes at most `processConcurrency` at once", async () => {
     const h = harness(120, { slow: 5 });
-    let maxHeld = 0;
-    const process = h.callbacks.process;
-    h.callbacks.process = async (item: number) => {
-      maxHeld = Math.max(maxHeld, loop.held);
-      return process(item);
-    };
     const loop = createRelayLoop(h.callbacks, { batchSize: 40, concurrency: 40, processConcurrency: 4, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });
+    h.watch(loop);
     loop.start();
     await waitFor("all completed", () => h.completed.length === 120);
     await loop.stop();
     expect(h.maxInFlight).toBeLessThanOrEqual(4);
-    expect(maxHeld).toBeGreaterThan(4); // the others were held, waiting for a turn
-    expect(maxHeld).toBeLessThanOrEqual(40);
+    expect(h.maxHeld).toBeGreaterThan(4); // the others were held, waiting for a turn
+    expect(h.maxHeld).toBeLessThanOrEqual(40);
     expect([...h.completed].sort((a, b) => a - b)).toEqual(Array.from({ length: 120 }, (_, i) => i));
   });
 
@@ -181,7 +183,6 @@ describe("relay loop (no database)", () => {
     const h = harness(400, { slow: 2 });
     let claiming = 0;
     let maxClaiming = 0;
-    let maxHeld = 0;
     const claim = h.callbacks.claim;
     h.callbacks.claim = async (limit: number) => {
       claiming++;
@@ -191,17 +192,13 @@ describe("relay loop (no database)", () => {
       const items = await claim(limit);
       return items;
     };
-    const process = h.callbacks.process;
-    h.callbacks.process = async (item: number) => {
-      maxHeld = Math.max(maxHeld, loop.held);
-      return process(item);
-    };
     const loop = createRelayLoop(h.callbacks, { batchSize: 10, concurrency: 40, pollIntervalMs: 5, shutdownTimeoutMs: 5000, claimers: 3 });
+    h.watch(loop);
     loop.start();
     await waitFor("all completed", () => h.completed.length === 400);
     await loop.stop();
     expect(maxClaiming).toBe(3);
-    expect(maxHeld).toBeLessThanOrEqual(40);
+    expect(h.maxHeld).toBeLessThanOrEqual(40);
     expect(new Set(h.completed).size).toBe(400);
   });
 
