@@ -9,7 +9,7 @@
  * retention longer than your partners' retry windows (days, for most).
  */
 import type { Queryable } from "../db/port.js";
-import { checkRetention, pauseBetweenBatches, type PurgeOptions } from "./policy.js";
+import { checkRetention, inBatches, type PurgeOptions } from "./policy.js";
 
 /**
  * One batch of up to $2 entries processed more than $1 days ago. `received_at` narrows the search
@@ -28,14 +28,14 @@ const PURGE_PROCESSED = `DELETE FROM inbox_entries
 
 /** Deletes processed entries past `processedDays` (0: none), batch after batch; returns how many. */
 export async function purgeInbox(db: Queryable, processedDays: number, options: PurgeOptions = {}): Promise<number> {
-  const limit = options.batchSize ?? 1000;
-  checkRetention({ inboxProcessedDays: processedDays }, limit);
+  checkRetention({ inboxProcessedDays: processedDays }, options.batchSize ?? 1000);
   let entries = 0;
-  while (processedDays > 0) {
-    const { rowCount } = await db.query(PURGE_PROCESSED, [processedDays, limit]);
-    entries += rowCount ?? 0;
-    if ((rowCount ?? 0) < limit || options.shouldStop?.()) break;
-    await pauseBetweenBatches(options);
+  if (processedDays > 0) {
+    await inBatches(options, async (limit) => {
+      const { rowCount } = await db.query(PURGE_PROCESSED, [processedDays, limit]);
+      entries += rowCount ?? 0;
+      return rowCount ?? 0;
+    });
   }
   return entries;
 }

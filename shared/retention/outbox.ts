@@ -14,7 +14,7 @@
  * is purged, enqueueing the same id again creates it anew (and it is delivered again).
  */
 import type { Queryable } from "../db/port.js";
-import { checkRetention, pauseBetweenBatches, type PurgeOptions, type RetentionPolicy } from "./policy.js";
+import { checkRetention, inBatches, type PurgeOptions, type RetentionPolicy } from "./policy.js";
 
 /** The outbox part of the retention policy (see policy.ts). */
 export type OutboxRetention = Pick<RetentionPolicy, "deliveredDays" | "deadDays">;
@@ -75,11 +75,10 @@ const PURGE_EVENTS = `DELETE FROM outbound_events
  * MIN_RETENTION_DAYS (0 excepted).
  */
 export async function purgeOutbox(db: Queryable, policy: OutboxRetention, options: PurgeOptions = {}): Promise<PurgeResult> {
-  const limit = options.batchSize ?? 1000;
-  checkRetention({ deliveredDays: policy.deliveredDays, deadDays: policy.deadDays }, limit);
+  checkRetention({ deliveredDays: policy.deliveredDays, deadDays: policy.deadDays }, options.batchSize ?? 1000);
   const total: PurgeResult = { deliveries: 0, attempts: 0, replays: 0, events: 0 };
   if (policy.deliveredDays === 0 && policy.deadDays === 0) return total;
-  for (;;) {
+  await inBatches(options, async (limit) => {
     const { rows } = await db.query<{ deliveries: number; attempts: number; replays: number; event_ids: string[] }>(
       PURGE_DELIVERIES,
       [policy.deliveredDays, policy.deadDays, limit],
@@ -90,15 +89,15 @@ export async function purgeOutbox(db: Queryable, policy: OutboxRetention, option
     total.attempts += batch.attempts;
     total.replays += batch.replays;
     total.events += events.rowCount ?? 0;
-    if (batch.deliveries < limit || options.shouldStop?.()) break;
-    await pauseBetweenBatches(options);
-  }
+    return batch.deliveries;
+  });
   // Old events that never had a delivery.
-  while (policy.deliveredDays > 0 && !options.shouldStop?.()) {
-    const events = await db.query(PURGE_EVENTS, [[], policy.deliveredDays, limit]);
-    total.events += events.rowCount ?? 0;
-    if ((events.rowCount ?? 0) < limit) break;
-    await pauseBetweenBatches(options);
+  if (policy.deliveredDays > 0) {
+    await inBatches(options, async (limit) => {
+      const events = await db.query(PURGE_EVENTS, [[], policy.deliveredDays, limit]);
+      total.events += events.rowCount ?? 0;
+      return events.rowCount ?? 0;
+    });
   }
   return total;
 }

@@ -42,12 +42,20 @@ export function checkRetention(days: Record<string, number>, batchSize: number):
 export interface PurgeOptions {
   /** Rows per statement. Default: 1000. */
   batchSize?: number;
-  /** Checked between batches: true stops the pass (what is deleted stays deleted). */
+  /** Checked before each batch: true stops the pass (what is deleted stays deleted). */
   shouldStop?: () => boolean;
   /** Pause between batches, so a first run over a big backlog does not monopolise the database. Default: 0. */
   pauseMs?: number;
 }
 
-/** Waits `options.pauseMs` between batches, if set. */
-export const pauseBetweenBatches = (options: PurgeOptions) =>
-  options.pauseMs ? new Promise<void>((r) => setTimeout(r, options.pauseMs)) : Promise.resolve();
+/**
+ * Runs `batch` (which deletes up to `limit` rows and says how many) again and again until one comes
+ * back short or `shouldStop` says so, pausing `pauseMs` between batches.
+ */
+export async function inBatches(options: PurgeOptions, batch: (limit: number) => Promise<number>): Promise<void> {
+  const limit = options.batchSize ?? 1000;
+  while (!options.shouldStop?.()) {
+    if ((await batch(limit)) < limit) return;
+    if (options.pauseMs) await new Promise<void>((r) => setTimeout(r, options.pauseMs));
+  }
+}

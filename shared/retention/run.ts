@@ -22,11 +22,10 @@ const TAKE_TURN = `INSERT INTO retention_runs AS r (singleton, started_at) VALUE
    WHERE r.started_at <= now() - make_interval(secs => $1::int)
    RETURNING r.started_at`;
 
-/** One retention run now, whatever the turn: outbox first, then inbox (unless told to stop). */
+/** One retention run now, whatever the turn: outbox first, then inbox (each stops when told to). */
 export async function purgeAll(db: Queryable, policy: RetentionPolicy, options: PurgeOptions = {}): Promise<RetentionResult> {
   const outbound = await purgeOutbox(db, policy, options);
-  const entries = options.shouldStop?.() ? 0 : await purgeInbox(db, policy.inboxProcessedDays, options);
-  return { outbound, inbox: { entries } };
+  return { outbound, inbox: { entries: await purgeInbox(db, policy.inboxProcessedDays, options) } };
 }
 
 /**
