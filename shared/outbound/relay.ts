@@ -10,10 +10,10 @@ import { DEFAULT_HEALTH_POLICY, type HealthPolicy } from "./health.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { createRelayLoop, type RelayLoop } from "./relayLoop.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
-import { claimDueDeliveries, claimProbeDeliveries } from "./sql/claimDeliveries.js";
+import { createLeaseKeeper } from "./leaseKeeper.js";
+import { claimDueDeliveries, claimProbeDeliveries, leaseWrite } from "./sql/claimDeliveries.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
-import { renewLeases } from "./sql/renewLeases.js";
 import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
@@ -94,7 +94,6 @@ export function createRelay(options: RelayOptions): Relay {
   const concurrency = options.concurrency ?? 1024;
   const httpConcurrency = Math.min(options.httpConcurrency ?? 64, concurrency);
   const leaseSeconds = options.leaseSeconds ?? 60;
-  const maxHoldMs = (options.maxHoldSeconds ?? 600) * 1000;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   // Probes are rare; looking for them on every claim would double the queries of the hot path.
   const probeCheckMs = Math.min(1000, Math.max(pollIntervalMs, 50));
@@ -102,16 +101,7 @@ export function createRelay(options: RelayOptions): Relay {
 
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
-    // A claim commits without waiting for its WAL flush (~2.5 ms of fsync here, a claim's whole
-    // cost once its plan is prepared). Safe because a claim only writes a lease: if PostgreSQL
-    // crashes before the flush, the lease is forgotten, the row is due again and is sent again with
-    // the same webhook-id, the duplicate at-least-once already allows; the holder's completion is
-    // then rejected as stale and logged. Other sessions see the lease at commit, flush or not.
-    // Completions, which record what happened, keep the default (durable) commit.
-    const claimed = await db.transaction(async (tx) => {
-      await tx.query("SET LOCAL synchronous_commit = off");
-      return claimDueDeliveries(tx, { limit, leaseSeconds, leaseToken });
-    });
+    const claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, { limit, leaseSeconds, leaseToken }));
     if (claimed.length < limit && Date.now() >= nextProbeCheck) {
       nextProbeCheck = Date.now() + probeCheckMs;
       const probes = await claimProbeDeliveries(db, {
@@ -122,52 +112,7 @@ export function createRelay(options: RelayOptions): Relay {
     return claimed;
   };
 
-  /**
-   * Deliveries claimed (by the started loop or a `runOnce` pass) and not yet written or released,
-   * with when their lease was last set.
-   */
-  const holding = new Map<string, { delivery: ClaimedDelivery; claimedAt: number; leasedAt: number }>();
-  /** Forgets held deliveries, unless the entry is a newer claim of the same delivery. */
-  const letGo = (deliveries: readonly ClaimedDelivery[]) => {
-    for (const d of deliveries) {
-      if (holding.get(d.id)?.delivery.leaseToken === d.leaseToken) holding.delete(d.id);
-    }
-  };
-  const renewEveryMs = (leaseSeconds * 1000) / 3;
-  /**
-   * Renews the leases set more than a third of a lease ago (most deliveries are written long before:
-   * this only touches those waiting on slow endpoints). Another relay's lease is never extended.
-   * Like a claim, it commits without waiting for the WAL flush: a renewal lost in a PostgreSQL crash
-   * can only let a lease run out early, and a re-send with the same webhook-id is allowed.
-   */
-  const renewHeld = async () => {
-    const now = Date.now();
-    const due: ClaimedDelivery[] = [];
-    const overdue: ClaimedDelivery[] = [];
-    for (const h of holding.values()) {
-      if (now - h.leasedAt < renewEveryMs) continue;
-      (now - h.claimedAt < maxHoldMs ? due : overdue).push(h.delivery);
-    }
-    if (overdue.length > 0) {
-      // Held too long: stop renewing and forget them; their leases run out and another relay (or
-      // this one, once unstuck) takes them. A late completion of ours is then rejected as stale.
-      logger?.warn({ deliveries: overdue.length, maxHoldSeconds: maxHoldMs / 1000 }, "deliveries held past maxHoldSeconds: their leases are left to run out");
-      letGo(overdue);
-    }
-    if (due.length === 0) return;
-    try {
-      const renewed = await db.transaction(async (tx) => {
-        await tx.query("SET LOCAL synchronous_commit = off");
-        return renewLeases(tx, due, leaseSeconds);
-      });
-      for (const id of renewed) {
-        const h = holding.get(id);
-        if (h) h.leasedAt = now;
-      }
-    } catch (error) {
-      logger?.error({ err: error, held: due.length }, "renewing leases failed; retrying at the next check");
-    }
-  };
+  const leases = createLeaseKeeper({ db, leaseSeconds, maxHoldMs: (options.maxHoldSeconds ?? 600) * 1000, logger });
 
   const attempt = async (delivery: ClaimedDelivery): Promise<Completion> => {
     let outcome: DeliveryOutcome;
@@ -194,34 +139,15 @@ export function createRelay(options: RelayOptions): Relay {
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
     }
-    letGo(completions.map((c) => c.delivery));
+    leases.letGo(completions.map((c) => c.delivery));
     options.onCompleted?.(completions, result);
   };
 
   /** A claim whose leases are then renewed until the deliveries are written or released. */
   const claimHeld = async (limit: number) => {
     const claimed = await claim(limit);
-    const now = Date.now();
-    for (const delivery of claimed) holding.set(delivery.id, { delivery, claimedAt: now, leasedAt: now });
+    leases.hold(claimed);
     return claimed;
-  };
-
-  /**
-   * Starts renewing held leases, checked every sixth of a lease (so a lease is renewed after a third
-   * to a half of it has passed); a check is skipped while a renewal still runs. Returns the stop,
-   * which waits a few seconds at most for a renewal in progress.
-   */
-  const renewWhileHeld = () => {
-    let renewing: Promise<void> | null = null;
-    const timer = setInterval(() => {
-      if (!renewing) renewing = renewHeld().finally(() => { renewing = null; });
-    }, renewEveryMs / 2);
-    timer.unref();
-    return async () => {
-      clearInterval(timer);
-      if (renewing) await Promise.race([renewing, new Promise((r) => setTimeout(r, 5000).unref())]);
-      holding.clear();
-    };
   };
 
   const loop: RelayLoop = createRelayLoop<ClaimedDelivery, Completion>(
@@ -234,7 +160,7 @@ export function createRelay(options: RelayOptions): Relay {
         try {
           await releaseDeliveries(db, items);
         } finally {
-          letGo(items);
+          leases.letGo(items);
         }
       },
       onError: (error, stage) => logger?.error({ err: error, stage }, "relay error; retrying"),
@@ -250,7 +176,7 @@ export function createRelay(options: RelayOptions): Relay {
     async start() {
       if (unlisten) return; // already started
       unlisten = await db.listen(NOTIFY_CHANNEL, () => loop.wake());
-      stopRenewing = renewWhileHeld();
+      stopRenewing = leases.renewWhileHeld();
       loop.start();
     },
     async stop() {
@@ -264,7 +190,7 @@ export function createRelay(options: RelayOptions): Relay {
       return withSpan(SPANS.relayBatch, {}, async (span) => {
         nextProbeCheck = 0;
         // A pass may take several HTTP turns of up to the timeout each: its leases are renewed meanwhile.
-        const done = renewWhileHeld();
+        const done = leases.renewWhileHeld();
         let claimed: ClaimedDelivery[];
         try {
           claimed = await claimHeld(batchSize);
