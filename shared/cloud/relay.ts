@@ -3,11 +3,8 @@ import type { Database } from "../db/port.js";
 import { createOutboundRelay } from "../outbound/worker.js";
 import { purgeIfDue, type RetentionResult } from "../retention/run.js";
 import { retentionPolicy } from "../retention/policy.js";
-import type { Relay } from "../outbound/relay.js";
+import { DEFAULT_HTTP_CONCURRENCY, type Relay } from "../outbound/relay.js";
 import type { Logger } from "../telemetry/log.js";
-
-/** HTTP attempts a relay has in flight at once (createRelay's default `httpConcurrency`). */
-const HTTP_TURN = 64;
 
 /**
  * A relay for one scheduled run (not started: the caller drives `runOnce`), and the retention pass
@@ -25,7 +22,7 @@ export function relayFor(db: Database, config: Config, logger: Logger): {
   passReserveMs: number;
   close(): Promise<void>;
 } {
-  const { relay, transport } = createOutboundRelay({ db, config, logger }, { batchSize: Math.min(config.OUTBOUND_BATCH_SIZE, HTTP_TURN) });
+  const { relay, transport } = createOutboundRelay({ db, config, logger }, { batchSize: Math.min(config.OUTBOUND_BATCH_SIZE, DEFAULT_HTTP_CONCURRENCY) });
   const policy = retentionPolicy(config);
   return {
     relay,

@@ -18,6 +18,9 @@ import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
 
+/** HTTP attempts a relay has in flight at once by default: the transport's connections per origin. */
+export const DEFAULT_HTTP_CONCURRENCY = 64;
+
 export interface RelayOptions {
   db: Database;
   transport: Transport;
@@ -92,7 +95,7 @@ export function createRelay(options: RelayOptions): Relay {
   const health = options.healthPolicy ?? DEFAULT_HEALTH_POLICY;
   const batchSize = options.batchSize ?? 500;
   const concurrency = options.concurrency ?? 1024;
-  const httpConcurrency = Math.min(options.httpConcurrency ?? 64, concurrency);
+  const httpConcurrency = Math.min(options.httpConcurrency ?? DEFAULT_HTTP_CONCURRENCY, concurrency);
   const leaseSeconds = options.leaseSeconds ?? 60;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   // Probes are rare; looking for them on every claim would double the queries of the hot path.

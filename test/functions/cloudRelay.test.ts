@@ -1,0 +1,35 @@
+/**
+ * The scheduled relay the cloud functions run: a pass never claims more than one HTTP turn, so it
+ * fits the time the drain keeps for it (the attempt timeout and 5 s).
+ */
+import { afterEach, expect, it } from "vitest";
+import { relayFor } from "../../shared/cloud/relay.js";
+import { loadConfig } from "../../shared/config.js";
+import { createSubscription, enqueueMany } from "../../shared/outbound/index.js";
+import { createLogger } from "../../shared/telemetry/log.js";
+import { describeEachBackend } from "../support/databases.js";
+import { resetOutbound, startReceiver, type Receiver } from "../outbound/support/receiver.js";
+
+describeEachBackend("cloud relay pass", (ctx) => {
+  let receiver: Receiver | undefined;
+  afterEach(async () => {
+    await receiver?.close();
+    await resetOutbound(ctx.db);
+  });
+
+  it("claims at most 64 deliveries (one HTTP turn) whatever OUTBOUND_BATCH_SIZE, and keeps the timeout + 5 s for a pass", async () => {
+    receiver = await startReceiver(() => ({ status: 204 }));
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    await enqueueMany(ctx.db, Array.from({ length: 100 }, (_, i) => ({ id: `turn-${i}`, type: "a.b", data: i })));
+    const config = loadConfig({ ADMIN_TOKEN: "cloud-relay-test-token", ALLOWED_DESTINATIONS: "127.0.0.1", OUTBOUND_BATCH_SIZE: "500", OUTBOUND_TIMEOUT_MS: "3000" });
+    const { relay, passReserveMs, close } = relayFor(ctx.db, config, createLogger({ level: "silent" }));
+    try {
+      expect(passReserveMs).toBe(8000);
+      expect(await relay.runOnce()).toBe(64);
+      expect(await relay.runOnce()).toBe(36);
+      expect(receiver.received).toHaveLength(100);
+    } finally {
+      await close();
+    }
+  });
+});
