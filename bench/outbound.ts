@@ -44,7 +44,7 @@ const C = CONNECTIONS;
 const contenders: Contender[] = [
   // The relay's defaults (concurrency 1024, batch 500, 2 completion writers), HTTP capped at the connections.
   { name: `our relay, defaults (concurrency 1024, batch 500, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx }).then(fromRun) },
-  // Holding fewer: at most 256 re-sent after a crash, for some throughput.
+  // Holding fewer: a crash holds up at most 256 deliveries for a lease, for some throughput.
   { name: `our relay, concurrency 256, batch 250 (fewer re-sends after a crash)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, 500, { receiver: rx }).then(fromRun) },
