@@ -41,7 +41,7 @@ const schema = z.object({
   ALLOWED_DESTINATIONS: z._default(z.string(), ""),
   /** Outbound relay: most deliveries claimed per query. Default: 500 (measured in bench/outbound.ts). */
   OUTBOUND_BATCH_SIZE: intFrom(1, 1000, 500),
-  /** Outbound relay: most deliveries held at once (HTTP, then awaiting their write); bounds duplicates per crash. Default: 1024. */
+  /** Outbound relay: most deliveries held at once (HTTP, then awaiting their write); what a crash holds up for a lease. Default: 1024. */
   OUTBOUND_CONCURRENCY: intFrom(1, 1024, 1024),
   /** Outbound relay: lease length in seconds, renewed while held; how long a crashed relay's deliveries wait. Default: 60. */
   OUTBOUND_LEASE_SECONDS: intFrom(5, 3600, 60),

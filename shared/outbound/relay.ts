@@ -32,7 +32,8 @@ export interface RelayOptions {
   batchSize?: number;
   /**
    * Most deliveries held at once: HTTP requests (queued for a connection or in flight) plus results
-   * awaiting their completion write. Also the most a crashed relay can send twice. Default: 1024.
+   * awaiting their completion write. Also the most a crash holds up for a lease (of them, only
+   * those in flight or awaiting their write are sent twice). Default: 1024.
    * A bound well above `httpConcurrency` keeps the connections busy while claims and writes run
    * (measured in bench/outbound.ts).
    */
