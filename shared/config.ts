@@ -35,6 +35,12 @@ const schema = z.object({
   /** Largest event payload accepted, in bytes (outbound events and inbound bodies). Default: 256 KiB. */
   MAX_PAYLOAD_BYTES: intFrom(1024, 10 * 1024 * 1024, 256 * 1024),
   /**
+   * Largest inbound webhook body accepted, in bytes. Absent: MAX_PAYLOAD_BYTES. The cloud stacks
+   * set it to what their ingress can carry (docs/deploy.md); bodies above the queue's message
+   * limit travel by claim-check. At most 64 MiB.
+   */
+  MAX_INBOUND_BODY_BYTES: z.optional(z.coerce.number().check(z.int(), z.gte(1024), z.lte(64 * 1024 * 1024))),
+  /**
    * Destinations exempt from the SSRF policy: comma-separated hostnames, IPs or CIDRs
    * (e.g. `127.0.0.1,localhost` for a local demo). Default: none.
    */
@@ -89,7 +95,7 @@ const schema = z.object({
   ALERT_WEBHOOK_SECRET: z.optional(z.string().check(z.regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, "use whsec_ followed by base64 (e.g. from `webhooks subscriptions create`)"))),
 });
 
-export type Config = z.infer<typeof schema> & { ADMIN_TOKEN: string; adminTokenGenerated: boolean };
+export type Config = Omit<z.infer<typeof schema>, "MAX_INBOUND_BODY_BYTES"> & { ADMIN_TOKEN: string; adminTokenGenerated: boolean; MAX_INBOUND_BODY_BYTES: number };
 
 /** Reads and validates the configuration; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -106,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const generated = !parsed.data.ADMIN_TOKEN;
   return {
     ...parsed.data,
+    MAX_INBOUND_BODY_BYTES: parsed.data.MAX_INBOUND_BODY_BYTES ?? parsed.data.MAX_PAYLOAD_BYTES,
     ADMIN_TOKEN: parsed.data.ADMIN_TOKEN ?? randomBytes(18).toString("base64url"),
     adminTokenGenerated: generated,
   };

@@ -81,6 +81,34 @@ export const stackConfigSchema = z.object({
    * verifies the signature. See docs/clouds.md for the trade-off. Default: false.
    */
   awsDirectQueueIngress: bool.default(false),
+  /**
+   * E-mail address told when inbound messages reach the queue's dead-letter store (SNS e-mail
+   * subscription, Azure action group, GCP notification channel). Optional; the address must
+   * confirm the subscription on AWS.
+   */
+  alertEmail: z.email("an e-mail address such as ops@example.com").optional(),
+  /**
+   * Where the relay sends the platform's own alerts (new outbound dead letters and quarantined
+   * inbox entries, signed with the secret the operator puts in the cloud's secret store).
+   * Optional: without it, those alerts are only logged.
+   */
+  alertWebhookUrl: z.url({ protocol: /^https$/, error: "an https:// URL" }).optional(),
+  /**
+   * GCP: requests one processor instance serves at once (Cloud Run `max_instance_request_concurrency`);
+   * its database pool has as many connections. 1..20 (the pool's limit). Default: 10.
+   */
+  gcpProcessorRequestConcurrency: int(1, 20).default(10),
+  /**
+   * GCP: minutes a message may be refused (429 while every processor is busy, 5xx while the database
+   * is down) before Pub/Sub dead-letters it; sets the subscription's max delivery attempts (at least
+   * `maxDeliveryAttempts`) with a 60 s minimum backoff. 5..90. Default: 30.
+   */
+  gcpPushRetryMinutes: int(5, 90).default(30),
+  /**
+   * GCP: Cloud SQL `max_connections` (the flag is set, so the stack can check that every pool fits).
+   * Cloud SQL's own default for the default tier (3.75 GB) is 100. Default: 100.
+   */
+  cloudSqlMaxConnections: int(25, 10_000).default(100),
 });
 
 export type StackConfig = z.infer<typeof stackConfigSchema>;

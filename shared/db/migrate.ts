@@ -12,7 +12,7 @@ const MIGRATION_LOCK = 7_310_420_117;
  * Safe to call on every start and from several processes at once.
  */
 export async function migrate(db: Database): Promise<string[]> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_.+\.sql$/.test(f)).sort();
+  const files = await migrationFiles();
   const applied: string[] = [];
   await db.transaction(async (tx) => {
     // Must come first: the lock serialises concurrent starts before anyone reads the table.
@@ -35,3 +35,29 @@ export async function migrate(db: Database): Promise<string[]> {
   return applied;
 }
 
+
+async function migrationFiles(): Promise<string[]> {
+  return (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_.+\.sql$/.test(f)).sort();
+}
+
+/** The database lacks migrations this code needs; the message says which and what to do. */
+export class SchemaNotReadyError extends Error {
+  override name = "SchemaNotReadyError";
+  constructor(readonly missing: string[], hint: string) {
+    super(`The database schema is missing ${missing.length} migration(s) this code needs (${missing.join(", ")}). ${hint}`);
+  }
+}
+
+/**
+ * Checks, without changing anything, that every migration this code ships has been applied: for
+ * processes that must not run DDL (the cloud functions connect as a role that cannot). Throws
+ * SchemaNotReadyError naming the missing ones; `hint` says how to apply them.
+ */
+export async function assertMigrated(db: Database, hint = "Apply the migrations first."): Promise<void> {
+  const files = await migrationFiles();
+  const present = await db.query<{ table: string | null }>("SELECT to_regclass('schema_migrations')::text AS table");
+  if (present.rows[0]?.table == null) throw new SchemaNotReadyError(files, hint);
+  const done = new Set((await db.query<{ name: string }>("SELECT name FROM schema_migrations")).rows.map((r) => r.name));
+  const missing = files.filter((f) => !done.has(f));
+  if (missing.length > 0) throw new SchemaNotReadyError(missing, hint);
+}

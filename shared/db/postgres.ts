@@ -14,14 +14,34 @@ export interface PostgresOptions {
   max?: number;
   /** How long to wait for a connection before failing. Default: 5000 ms. */
   connectionTimeoutMillis?: number;
+  /** TLS options for every connection (an `sslmode` in the URL is then ignored). Default: from the URL. */
+  ssl?: pg.PoolConfig["ssl"];
+  /** Called for each new connection (short-lived tokens such as RDS IAM). Default: the URL's password. */
+  password?: () => Promise<string>;
+}
+
+/** Host, port, user, password and database of a `postgres://` URL; its query parameters are not used. */
+function connectionFields(url: string): pg.PoolConfig {
+  const u = new URL(url);
+  return {
+    host: decodeURIComponent(u.hostname).replace(/^\[(.*)\]$/, "$1"),
+    port: u.port ? Number(u.port) : 5432,
+    user: decodeURIComponent(u.username) || undefined,
+    password: u.password ? decodeURIComponent(u.password) : undefined,
+    database: decodeURIComponent(u.pathname.replace(/^\//, "")) || undefined,
+  };
 }
 
 /** `Database` over a `pg.Pool`: for a PostgreSQL server given by `DATABASE_URL`. */
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    // pg lets what the URL says win over explicit options, so with explicit TLS or a password
+    // function the URL is taken apart here and passed as fields instead.
+    ...(options.ssl !== undefined || options.password ? connectionFields(options.connectionString) : { connectionString: options.connectionString }),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5000,
+    ...(options.ssl !== undefined ? { ssl: options.ssl } : {}),
+    ...(options.password ? { password: options.password } : {}),
   });
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on("error", () => {});

@@ -78,7 +78,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoRun> {
     platform = await startPlatform(config, { db: options.db, logger: options.logger });
     // The alert poller belongs to every platform; if this one does not run it yet, the demo does.
     if (!platform.workers.some((w) => w.name === "alerts")) platform.workers.push(startAlertWorker(platform, { intervalMs: 1000 }));
-    server = createHttpServer({ routes: platform.routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger: platform.logger, mapError: mapPlatformError });
+    server = createHttpServer({ routes: platform.routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: Math.max(config.MAX_PAYLOAD_BYTES, config.MAX_INBOUND_BODY_BYTES), logger: platform.logger, mapError: mapPlatformError });
     const s = server;
     await new Promise<void>((resolve) => s.listen(config.PORT, "127.0.0.1", resolve));
     const address = server.address();

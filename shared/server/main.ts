@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const server = createHttpServer({
     routes: platform.routes,
     adminToken: config.ADMIN_TOKEN,
-    maxBodyBytes: config.MAX_PAYLOAD_BYTES,
+    maxBodyBytes: Math.max(config.MAX_PAYLOAD_BYTES, config.MAX_INBOUND_BODY_BYTES),
     logger: platform.logger,
     mapError: mapPlatformError,
   });

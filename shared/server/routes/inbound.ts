@@ -49,7 +49,7 @@ export function inboundRoutes(ctx: PlatformContext): Route[] {
   // starts beside a running one only once 16 events wait: fewer, larger commits cost PostgreSQL
   // less per event (docs/inbound.md, "Group commit").
   const inbox = createGroupCommit(db, { maxInFlight: 4, busyBatch: 16 });
-  const deps: IngestDeps = { db, partners, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger: ctx.logger, store: inbox.store };
+  const deps: IngestDeps = { db, partners, maxBodyBytes: config.MAX_INBOUND_BODY_BYTES, logger: ctx.logger, store: inbox.store };
 
   return [
     {

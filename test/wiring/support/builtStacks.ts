@@ -1,0 +1,40 @@
+/**
+ * A stack synthesized from the real function bundles, as `npm run build:functions && cdktf synth`
+ * would make it: the wiring tests start exactly those bundles with exactly the settings the stack
+ * gives them. Built once per test file into a temp directory (about 3 s).
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildFunctions } from "../../../functions/build.js";
+import { synthesize, type TerraformJson } from "../../../stacks/app.js";
+import type { Cloud } from "../../../stacks/artifacts.js";
+import { testConfig } from "../../stacks/synthFixture.js";
+
+let built: Promise<string> | undefined;
+
+/** Where the real bundles of this test file's build are: `<dir>/<cloud>/<function>/index.mjs`. */
+export function builtArtifacts(): Promise<string> {
+  built ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wiring-functions-"));
+    await buildFunctions(dir);
+    return dir;
+  })();
+  return built;
+}
+
+export interface BuiltStack {
+  json: TerraformJson;
+  /** Root of the bundles the stack was synthesized with. */
+  artifactsDir: string;
+  /** `<artifactsDir>/<cloud>/<fn>`: the directory a function resource's zip was made from. */
+  bundleDir(fn: string): string;
+}
+
+/** One cloud's stack with the tests' config (synthFixture's TEST_OVERRIDES, plus `extra`), from the real bundles. */
+export async function synthBuilt(cloud: Cloud, extra: Record<string, unknown> = {}): Promise<BuiltStack> {
+  const artifactsDir = await builtArtifacts();
+  const outdir = mkdtempSync(join(tmpdir(), "wiring-synth-"));
+  const json = synthesize({ outdir, clouds: [cloud], config: testConfig(extra), artifacts: { dir: artifactsDir } })[cloud];
+  return { json, artifactsDir, bundleDir: (fn) => join(artifactsDir, cloud, fn) };
+}
