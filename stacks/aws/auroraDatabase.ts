@@ -1,7 +1,8 @@
 /**
  * Aurora PostgreSQL Serverless v2 in the private subnets: storage encrypted, TLS forced by the
  * cluster parameter group, master password generated and kept by RDS in Secrets Manager
- * (`manage_master_user_password`: the password never appears in Terraform), backups kept.
+ * (`manage_master_user_password`: the password never appears in Terraform, and only the migrate
+ * function reads it), IAM database authentication for the application role, backups kept.
  */
 import { Construct } from "constructs";
 import { DbSubnetGroup } from "@cdktf/provider-aws/lib/db-subnet-group/index.js";
@@ -18,6 +19,8 @@ export class AuroraDatabase extends Construct {
   /** ARN of the RDS-managed secret holding `{"username","password"}`. */
   readonly credentialsSecretArn: string;
   readonly clusterResourceId: string;
+  /** The writer instance: the database accepts connections once it exists. */
+  readonly writer: RdsClusterInstance;
 
   constructor(
     scope: Construct,
@@ -45,6 +48,7 @@ export class AuroraDatabase extends Construct {
       databaseName: DATABASE_NAME,
       masterUsername: "webhooks_admin",
       manageMasterUserPassword: true,
+      // The functions log in as webhooks_app with IAM tokens; only migrate uses the master user.
       iamDatabaseAuthenticationEnabled: true,
       storageEncrypted: true,
       dbSubnetGroupName: subnets.name,
@@ -59,7 +63,7 @@ export class AuroraDatabase extends Construct {
       finalSnapshotIdentifier: `${props.prefix}-db-final`,
       enabledCloudwatchLogsExports: ["postgresql"],
     });
-    new RdsClusterInstance(this, "writer", {
+    this.writer = new RdsClusterInstance(this, "writer", {
       identifier: `${props.prefix}-db-writer`,
       clusterIdentifier: cluster.id,
       instanceClass: "db.serverless",
@@ -73,5 +77,10 @@ export class AuroraDatabase extends Construct {
     this.port = 5432;
     this.credentialsSecretArn = cluster.masterUserSecret.get(0).secretArn;
     this.clusterResourceId = cluster.clusterResourceId;
+  }
+
+  /** The ARN `rds-db:connect` grants for logging in as `user` with an IAM token. */
+  userArn(region: string, accountId: string, user: string): string {
+    return `arn:aws:rds-db:${region}:${accountId}:dbuser:${this.clusterResourceId}/${user}`;
   }
 }

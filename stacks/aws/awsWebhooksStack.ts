@@ -1,16 +1,18 @@
 /**
  * The AWS target: one construct per component, wired together. Read top to bottom, it is the
- * architecture: network, secrets, queue, database, observability, identities, workers, relay,
- * ingress, outputs.
+ * architecture: network, secrets, queue, database, observability, identities, migration,
+ * workers, relay, ingress, outputs.
  */
 import { TerraformOutput, TerraformStack } from "cdktf";
 import type { Construct } from "constructs";
 import { AwsProvider } from "@cdktf/provider-aws/lib/provider/index.js";
+import { DataAwsCallerIdentity } from "@cdktf/provider-aws/lib/data-aws-caller-identity/index.js";
 import type { FunctionName } from "../artifacts.js";
 import type { StackConfig } from "../config.js";
 import { AuroraDatabase, DATABASE_NAME } from "./auroraDatabase.js";
 import { ClaimCheckBucket } from "./claimCheckBucket.js";
-import { FunctionRoles } from "./functionRoles.js";
+import { DatabaseMigration } from "./databaseMigration.js";
+import { FunctionRoles, type AwsFunctionName } from "./functionRoles.js";
 import { HttpIngress } from "./httpIngress.js";
 import { Observability } from "./observability.js";
 import { PrivateNetwork } from "./privateNetwork.js";
@@ -18,6 +20,23 @@ import { QueueWorker } from "./queueWorker.js";
 import { RelaySchedule } from "./relaySchedule.js";
 import { WebhookQueue } from "./webhookQueue.js";
 import { WebhookSecrets } from "./webhookSecrets.js";
+
+/** The role the functions log in as (created by the migrate step). */
+export const APP_DATABASE_USER = "webhooks_app";
+
+/**
+ * Amazon's CA bundle in the Lambda runtime. Node 20+ runtimes load it only when
+ * NODE_EXTRA_CA_CERTS names it (AWS Lambda developer guide, "Building Lambda functions with
+ * Node.js", CA certificate loading); Aurora's certificate chains to the RDS CAs in it.
+ */
+export const LAMBDA_CA_BUNDLE = "/var/runtime/ca-cert.pem";
+
+/**
+ * Largest inbound body ingest accepts: 4 MiB. The HTTP API takes 10 MB, but the ingest Lambda is
+ * invoked synchronously with at most 6 MB of event, and a binary body arrives base64-encoded
+ * (4 MiB → 5.33 MiB) next to its headers. Bodies above the queue's 256 KiB go by claim-check.
+ */
+export const MAX_INBOUND_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface CloudStackProps {
   config: StackConfig;
@@ -30,9 +49,10 @@ export class AwsWebhooksStack extends TerraformStack {
     const { config, artifacts } = props;
     const prefix = config.namePrefix;
     new AwsProvider(this, "aws", { region: config.awsRegion, defaultTags: [{ tags: { app: "multicloud-webhooks", stack: id } }] });
+    const account = new DataAwsCallerIdentity(this, "account");
 
     const network = new PrivateNetwork(this, "network", { prefix });
-    const secrets = new WebhookSecrets(this, "secrets", { prefix });
+    const secrets = new WebhookSecrets(this, "secrets", { prefix, alertWebhook: config.alertWebhookUrl !== undefined });
     const queue = new WebhookQueue(this, "queue", { prefix, config });
     const claimChecks = new ClaimCheckBucket(this, "claim-checks", { prefix, config });
     const database = new AuroraDatabase(this, "database", {
@@ -49,43 +69,64 @@ export class AwsWebhooksStack extends TerraformStack {
       deadLetterQueueArn: queue.deadLetterQueue.arn,
       partnerSecretsArn: secrets.partnerSecretsArn,
       databaseSecretArn: database.credentialsSecretArn,
+      databaseUserArn: database.userArn(config.awsRegion, account.accountId, APP_DATABASE_USER),
+      alertSecretArn: secrets.alertSecretArn,
       claimCheckBucketArn: claimChecks.bucket.arn,
-      logGroupArns: { ingest: logs.ingest.arn, processor: logs.processor.arn, relay: logs.relay.arn },
+      logGroupArns: { ingest: logs.ingest.arn, processor: logs.processor.arn, relay: logs.relay.arn, migrate: logs.migrate.arn },
+      processorVerifies: config.awsDirectQueueIngress,
     });
 
-    const vpc = { subnetIds: network.privateSubnetIds, securityGroupIds: [network.functionSecurityGroupId] };
+    const inVpc = (securityGroupId: string) => ({ subnetIds: network.privateSubnetIds, securityGroupIds: [securityGroupId] });
     const databaseEnv = {
       WEBHOOKS_DATABASE_HOST: database.endpoint,
       WEBHOOKS_DATABASE_PORT: String(database.port),
       WEBHOOKS_DATABASE_NAME: DATABASE_NAME,
-      WEBHOOKS_DATABASE_SECRET_ARN: database.credentialsSecretArn,
+      WEBHOOKS_DATABASE_USER: APP_DATABASE_USER,
+      WEBHOOKS_DATABASE_TLS: "verify-full",
+      NODE_EXTRA_CA_CERTS: LAMBDA_CA_BUNDLE,
     };
-    const fn = (name: FunctionName, environment: Record<string, string>, inVpc: boolean) => ({
+    const fn = (name: AwsFunctionName, artifactDir: string, environment: Record<string, string>, vpc?: ReturnType<typeof inVpc>) => ({
       functionName: `${prefix}-${name}`,
-      artifactDir: artifacts[name],
+      artifactDir,
       roleArn: roles.roleArns[name],
       logGroupName: logs[name].name,
       environment,
-      vpc: inVpc ? vpc : undefined,
+      vpc,
     });
 
+    const migration = new DatabaseMigration(this, "migration", {
+      config,
+      function: fn("migrate", artifacts.migrate, { ...databaseEnv, WEBHOOKS_DATABASE_SECRET_ARN: database.credentialsSecretArn }, inVpc(network.workerSecurityGroupId)),
+      after: [database.writer, roles.policies.migrate, ...network.egressReady],
+    });
     const worker = new QueueWorker(this, "workers", {
       config,
       queueArn: queue.queue.arn,
+      after: [migration.done, roles.policies.processor],
       function: fn(
         "processor",
+        artifacts.processor,
         {
           ...databaseEnv,
           WEBHOOKS_QUEUE_URL: queue.queue.url,
           WEBHOOKS_DEAD_LETTER_QUEUE_URL: queue.deadLetterQueue.url,
-          WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn,
           WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.bucket.bucket,
           WEBHOOKS_VERIFY_IN_PROCESSOR: String(config.awsDirectQueueIngress),
+          // Direct ingress: the processor verifies, with the partners' secrets.
+          ...(config.awsDirectQueueIngress ? { WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn } : {}),
         },
-        true,
+        inVpc(network.workerSecurityGroupId),
       ),
     });
-    const relay = new RelaySchedule(this, "relay", { prefix, config, roles, function: fn("relay", databaseEnv, true) });
+    const alertEnv: Record<string, string> =
+      config.alertWebhookUrl && secrets.alertSecretArn ? { ALERT_WEBHOOK_URL: config.alertWebhookUrl, WEBHOOKS_ALERT_SECRET_ARN: secrets.alertSecretArn } : {};
+    const relay = new RelaySchedule(this, "relay", {
+      prefix,
+      config,
+      roles,
+      after: [migration.done],
+      function: fn("relay", artifacts.relay, { ...databaseEnv, ...alertEnv }, inVpc(network.relaySecurityGroupId)),
+    });
     const ingress = new HttpIngress(this, "ingress", {
       prefix,
       config,
@@ -93,22 +134,33 @@ export class AwsWebhooksStack extends TerraformStack {
       queueUrl: queue.queue.url,
       queueArn: queue.queue.arn,
       accessLogGroupArn: observability.apiAccessLogGroup.arn,
-      ingest: fn(
-        "ingest",
-        { WEBHOOKS_QUEUE_URL: queue.queue.url, WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn, WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.bucket.bucket },
-        false,
-      ),
+      ingest: fn("ingest", artifacts.ingest, {
+        WEBHOOKS_QUEUE_URL: queue.queue.url,
+        WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn,
+        WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.bucket.bucket,
+        MAX_INBOUND_BODY_BYTES: String(MAX_INBOUND_BODY_BYTES),
+      }),
     });
 
     new TerraformOutput(this, "ingest_url", { value: ingress.url, description: `POST webhooks here (${ingress.mode} mode)` });
     new TerraformOutput(this, "queue_name", { value: queue.queue.name });
     new TerraformOutput(this, "dead_letter_queue_name", { value: queue.deadLetterQueue.name });
     new TerraformOutput(this, "database_endpoint", { value: database.endpoint });
-    new TerraformOutput(this, "database_secret_arn", { value: database.credentialsSecretArn });
+    new TerraformOutput(this, "database_secret_arn", { value: database.credentialsSecretArn, description: "Master credentials (RDS-managed); only the migrate function reads them" });
     new TerraformOutput(this, "partner_secrets_arn", { value: secrets.partnerSecretsArn, description: "Put the partners JSON here" });
+    if (secrets.alertSecretArn) {
+      new TerraformOutput(this, "alert_webhook_secret_arn", { value: secrets.alertSecretArn, description: "Put the alerts' signing secret (whsec_…) here; give it to the alert receiver" });
+    }
     new TerraformOutput(this, "processor_function", { value: worker.functionName });
     new TerraformOutput(this, "relay_function", { value: relay.functionName });
+    new TerraformOutput(this, "migrate_function", { value: migration.functionName, description: "Runs on every deploy that changes it; invoke it to rerun the migrations" });
     new TerraformOutput(this, "claim_check_bucket", { value: claimChecks.bucket.bucket });
     new TerraformOutput(this, "alerts_topic_arn", { value: observability.alertTopicArn });
+    if (observability.alertEmail) {
+      new TerraformOutput(this, "alert_email_confirmation", {
+        value: `Confirm the subscription: AWS SNS sent ${observability.alertEmail} a link; until it is followed, dead-letter alarms reach no one.`,
+      });
+    }
+    new TerraformOutput(this, "egress_ip", { value: network.egressIp, description: "The relay's source address (NAT gateway): receivers allow-list it" });
   }
 }

@@ -1,14 +1,17 @@
 /**
  * One IAM role per function (and one for the scheduler and the direct API→SQS integration),
- * each allowed exactly the actions it uses on exactly the resources it touches. No action is a
- * wildcard; the only `Resource: "*"` statements are X-Ray's and the VPC network-interface
- * actions of the AWS-managed VPC policy, which AWS does not scope to a resource.
+ * each allowed exactly the actions its code calls on exactly the resources it touches. No action
+ * is a wildcard, and no AWS-managed policy is attached (AWSLambdaVPCAccessExecutionRole would
+ * add `logs:*` writes on every log group). The only `Resource: "*"` statements are X-Ray's and
+ * the VPC network-interface actions, which AWS does not scope to a resource.
  */
 import { Construct } from "constructs";
 import { IamRole } from "@cdktf/provider-aws/lib/iam-role/index.js";
 import { IamRolePolicy } from "@cdktf/provider-aws/lib/iam-role-policy/index.js";
-import { IamRolePolicyAttachment } from "@cdktf/provider-aws/lib/iam-role-policy-attachment/index.js";
 import type { FunctionName } from "../artifacts.js";
+
+/** The four AWS functions (the same as every cloud's). */
+export type AwsFunctionName = FunctionName;
 
 export interface Statement {
   Effect: "Allow";
@@ -21,59 +24,87 @@ export interface FunctionRolesProps {
   queueArn: string;
   deadLetterQueueArn: string;
   partnerSecretsArn: string;
+  /** The RDS-managed master secret: read by migrate alone. */
   databaseSecretArn: string;
+  /** `arn:aws:rds-db:…:dbuser:<cluster resource id>/webhooks_app`: what processor and relay log in as. */
+  databaseUserArn: string;
+  /** The alert webhook's signing secret, when alerts go to a webhook (read by the relay). */
+  alertSecretArn?: string;
   claimCheckBucketArn: string;
-  logGroupArns: Record<FunctionName, string>;
+  logGroupArns: Record<AwsFunctionName, string>;
+  /** Direct API→SQS ingress: the processor verifies signatures, so it reads the partner secret. */
+  processorVerifies: boolean;
 }
+
+/**
+ * What Lambda needs to attach a function to the VPC: the network-interface actions of
+ * AWSLambdaVPCAccessExecutionRole (v3) without its three `logs:` actions. AWS documents that
+ * DescribeNetworkInterfaces works only on `"Resource": "*"` (Lambda developer guide, "Giving
+ * Lambda functions access to resources in an Amazon VPC").
+ */
+export const VPC_NETWORK_INTERFACE_ACTIONS = [
+  "ec2:CreateNetworkInterface",
+  "ec2:DescribeNetworkInterfaces",
+  "ec2:DescribeSubnets",
+  "ec2:DeleteNetworkInterface",
+  "ec2:AssignPrivateIpAddresses",
+  "ec2:UnassignPrivateIpAddresses",
+];
 
 const assumedBy = (service: string) =>
   JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: service }, Action: "sts:AssumeRole" }] });
 
 export class FunctionRoles extends Construct {
-  readonly roleArns: Record<FunctionName, string>;
+  readonly roleArns: Record<AwsFunctionName, string>;
+  /** Each function's inline policy: what must exist before the function's first call. */
+  readonly policies = {} as Record<AwsFunctionName, IamRolePolicy>;
   private readonly prefix: string;
 
   constructor(scope: Construct, id: string, props: FunctionRolesProps) {
     super(scope, id);
     this.prefix = props.prefix;
-    const logs = (fn: FunctionName): Statement => ({
+    const logs = (fn: AwsFunctionName): Statement => ({
       Effect: "Allow",
       Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
       Resource: `${props.logGroupArns[fn]}:*`,
     });
     const tracing: Statement = { Effect: "Allow", Action: ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], Resource: "*" };
+    const inVpc: Statement = { Effect: "Allow", Action: VPC_NETWORK_INTERFACE_ACTIONS, Resource: "*" };
     const readSecret = (arn: string): Statement => ({ Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: arn });
-    const send: Statement = { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: props.queueArn };
-
+    const connectAsApp: Statement = { Effect: "Allow", Action: ["rds-db:connect"], Resource: props.databaseUserArn };
     const claimChecks = `${props.claimCheckBucketArn}/*`;
-    const ingest = this.role(
-      "ingest",
-      "lambda.amazonaws.com",
-      [logs("ingest"), tracing, readSecret(props.partnerSecretsArn), send, { Effect: "Allow", Action: ["s3:PutObject"], Resource: claimChecks }],
-      false,
-    );
-    const processor = this.role(
-      "processor",
-      "lambda.amazonaws.com",
-      [
-        logs("processor"),
-        tracing,
-        readSecret(props.partnerSecretsArn),
-        readSecret(props.databaseSecretArn),
-        // Receive/delete for the event source mapping; send for "retry after a delay" (a new
-        // message with DelaySeconds); the DLQ send for an explicit dead-letter with a reason.
-        {
-          Effect: "Allow",
-          Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility", "sqs:SendMessage"],
-          Resource: props.queueArn,
-        },
-        { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: props.deadLetterQueueArn },
-        { Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: claimChecks },
-      ],
-      true,
-    );
-    const relay = this.role("relay", "lambda.amazonaws.com", [logs("relay"), tracing, readSecret(props.databaseSecretArn)], true);
-    this.roleArns = { ingest: ingest.arn, processor: processor.arn, relay: relay.arn };
+
+    const ingest = this.role("ingest", "lambda.amazonaws.com", [
+      logs("ingest"),
+      tracing,
+      readSecret(props.partnerSecretsArn),
+      { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: props.queueArn },
+      { Effect: "Allow", Action: ["s3:PutObject"], Resource: claimChecks },
+    ]);
+    const processor = this.role("processor", "lambda.amazonaws.com", [
+      logs("processor"),
+      tracing,
+      inVpc,
+      connectAsApp,
+      ...(props.processorVerifies ? [readSecret(props.partnerSecretsArn)] : []),
+      // Receive/delete/attributes for the event source mapping (the explicit dead-letter deletes
+      // too); send for a deferral, which re-sends the message with a delay and acks the original.
+      { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], Resource: props.queueArn },
+      { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: props.queueArn },
+      // An explicit dead-letter with its reason (a malformed or forged message).
+      { Effect: "Allow", Action: ["sqs:SendMessage"], Resource: props.deadLetterQueueArn },
+      { Effect: "Allow", Action: ["s3:GetObject"], Resource: claimChecks },
+    ]);
+    const relay = this.role("relay", "lambda.amazonaws.com", [
+      logs("relay"),
+      tracing,
+      inVpc,
+      connectAsApp,
+      ...(props.alertSecretArn ? [readSecret(props.alertSecretArn)] : []),
+    ]);
+    // The only reader of the master credentials: it migrates and prepares webhooks_app.
+    const migrate = this.role("migrate", "lambda.amazonaws.com", [logs("migrate"), tracing, inVpc, readSecret(props.databaseSecretArn)]);
+    this.roleArns = { ingest: ingest.arn, processor: processor.arn, relay: relay.arn, migrate: migrate.arn };
   }
 
   /**
@@ -84,19 +115,14 @@ export class FunctionRoles extends Construct {
     return this.role(name, service, statements).arn;
   }
 
-  private role(name: string, service: string, statements: Statement[], inVpc = false): IamRole {
+  private role(name: string, service: string, statements: Statement[]): IamRole {
     const role = new IamRole(this, `${name}-role`, { name: `${this.prefix}-${name}`, assumeRolePolicy: assumedBy(service) });
-    new IamRolePolicy(this, `${name}-policy`, {
+    const policy = new IamRolePolicy(this, `${name}-policy`, {
       name: `${name}-least-privilege`,
       role: role.id,
       policy: JSON.stringify({ Version: "2012-10-17", Statement: statements }),
     });
-    if (inVpc) {
-      new IamRolePolicyAttachment(this, `${name}-vpc`, {
-        role: role.name,
-        policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole",
-      });
-    }
+    if (name === "ingest" || name === "processor" || name === "relay" || name === "migrate") this.policies[name] = policy;
     return role;
   }
 }

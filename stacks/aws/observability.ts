@@ -7,14 +7,17 @@ import { Construct } from "constructs";
 import { CloudwatchLogGroup } from "@cdktf/provider-aws/lib/cloudwatch-log-group/index.js";
 import { CloudwatchMetricAlarm } from "@cdktf/provider-aws/lib/cloudwatch-metric-alarm/index.js";
 import { SnsTopic } from "@cdktf/provider-aws/lib/sns-topic/index.js";
-import type { FunctionName } from "../artifacts.js";
+import { SnsTopicSubscription } from "@cdktf/provider-aws/lib/sns-topic-subscription/index.js";
 import type { StackConfig } from "../config.js";
+import type { AwsFunctionName } from "./functionRoles.js";
 
 export class Observability extends Construct {
-  readonly functionLogGroups: Record<FunctionName, CloudwatchLogGroup>;
+  readonly functionLogGroups: Record<AwsFunctionName, CloudwatchLogGroup>;
   readonly apiAccessLogGroup: CloudwatchLogGroup;
-  /** Subscribe an e-mail or a pager to this topic to hear about dead letters. */
+  /** The DLQ alarm's topic; `alertEmail` is subscribed to it, add a pager the same way. */
   readonly alertTopicArn: string;
+  /** Whether an e-mail subscription waits for its confirmation. */
+  readonly alertEmail?: string;
 
   constructor(scope: Construct, id: string, props: { prefix: string; config: StackConfig; deadLetterQueueName: string }) {
     super(scope, id);
@@ -24,6 +27,7 @@ export class Observability extends Construct {
       ingest: logGroup("ingest-logs", `/aws/lambda/${props.prefix}-ingest`),
       processor: logGroup("processor-logs", `/aws/lambda/${props.prefix}-processor`),
       relay: logGroup("relay-logs", `/aws/lambda/${props.prefix}-relay`),
+      migrate: logGroup("migrate-logs", `/aws/lambda/${props.prefix}-migrate`),
     };
     this.apiAccessLogGroup = logGroup("api-access-logs", `/aws/apigateway/${props.prefix}-ingress`);
     // Not encrypted with the aws/sns key: CloudWatch alarms cannot publish to a topic under that
@@ -44,6 +48,12 @@ export class Observability extends Construct {
       treatMissingData: "notBreaching",
       alarmActions: [alerts.arn],
     });
+    // SNS sends the address a confirmation link; until it is followed nothing is delivered
+    // (the stack's `alert_email_confirmation` output says so).
+    if (props.config.alertEmail) {
+      new SnsTopicSubscription(this, "alert-email", { topicArn: alerts.arn, protocol: "email", endpoint: props.config.alertEmail });
+    }
     this.alertTopicArn = alerts.arn;
+    this.alertEmail = props.config.alertEmail;
   }
 }

@@ -3,6 +3,7 @@
  * failures (only the failed messages return to the queue) and its concurrency is capped by the
  * mapping, so a burst of webhooks cannot exhaust the database's connections.
  */
+import type { ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
 import { LambdaEventSourceMapping } from "@cdktf/provider-aws/lib/lambda-event-source-mapping/index.js";
 import type { StackConfig } from "../config.js";
@@ -14,7 +15,13 @@ export class QueueWorker extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    props: { config: StackConfig; queueArn: string; function: Omit<NodeFunctionProps, "config" | "timeoutSeconds"> },
+    props: {
+      config: StackConfig;
+      queueArn: string;
+      function: Omit<NodeFunctionProps, "config" | "timeoutSeconds">;
+      /** What must be done before messages flow (the migration, the role's policy). */
+      after: ITerraformDependable[];
+    },
   ) {
     super(scope, id);
     const { config } = props;
@@ -26,6 +33,7 @@ export class QueueWorker extends Construct {
       maximumBatchingWindowInSeconds: 1,
       functionResponseTypes: ["ReportBatchItemFailures"],
       scalingConfig: { maximumConcurrency: config.processorConcurrency },
+      dependsOn: props.after,
     });
     this.functionName = processor.fn.functionName;
   }

@@ -3,6 +3,7 @@
  * gateway) started by EventBridge Scheduler every few minutes. Each run drains due deliveries;
  * leases make overlapping runs safe.
  */
+import type { ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
 import { SchedulerSchedule } from "@cdktf/provider-aws/lib/scheduler-schedule/index.js";
 import type { StackConfig } from "../config.js";
@@ -15,7 +16,14 @@ export class RelaySchedule extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    props: { prefix: string; config: StackConfig; roles: FunctionRoles; function: Omit<NodeFunctionProps, "config" | "timeoutSeconds"> },
+    props: {
+      prefix: string;
+      config: StackConfig;
+      roles: FunctionRoles;
+      function: Omit<NodeFunctionProps, "config" | "timeoutSeconds">;
+      /** What must be done before the first tick (the migration). */
+      after: ITerraformDependable[];
+    },
   ) {
     super(scope, id);
     const { config } = props;
@@ -35,6 +43,7 @@ export class RelaySchedule extends Construct {
         // A missed tick is harmless (the next one drains the same outbox), so retry briefly.
         retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeInSeconds: 60 * minutes },
       },
+      dependsOn: props.after,
     });
     this.functionName = relay.fn.functionName;
   }

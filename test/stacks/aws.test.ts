@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TerraformJson } from "../../stacks/app.js";
-import { allResources, block, references, resourceAt, resourcesOf } from "../../stacks/terraformJson.js";
+import { allResources, block, references, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
 import { synthStack, TEST_OVERRIDES } from "./synthFixture.js";
 
 let json: TerraformJson;
@@ -52,7 +52,7 @@ describe("AWS stack: workers and relay", () => {
 
   it("runs every function on Node 22 with X-Ray tracing and a retained log group", () => {
     const functions = resourcesOf(json, "aws_lambda_function");
-    expect(functions.map((f) => f.body.function_name).sort()).toEqual(["hooktest-ingest", "hooktest-processor", "hooktest-relay"]);
+    expect(functions.map((f) => f.body.function_name).sort()).toEqual(["hooktest-ingest", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
     const groups = resourcesOf(json, "aws_cloudwatch_log_group");
     for (const f of functions) {
       expect(f.body.runtime).toBe("nodejs22.x");
@@ -103,12 +103,15 @@ describe("AWS stack: database", () => {
     expect(references(resourceAt(json, "aws_rds_cluster", "database/cluster").body.db_cluster_parameter_group_name, group, "name")).toBe(true);
   });
 
-  it("accepts PostgreSQL only from the functions' security group", () => {
+  it("accepts PostgreSQL only from the functions' security groups", () => {
     const rules = resourcesOf(json, "aws_vpc_security_group_ingress_rule");
-    expect(rules).toHaveLength(1);
-    expect(rules[0]!.body.from_port).toBe(5432);
-    expect(rules[0]!.body.cidr_ipv4).toBeUndefined();
-    expect(references(rules[0]!.body.referenced_security_group_id, resourceAt(json, "aws_security_group", "network/functions-sg"), "id")).toBe(true);
+    expect(rules).toHaveLength(2);
+    const groups = ["network/workers-sg", "network/relay-sg"].map((suffix) => resourceAt(json, "aws_security_group", suffix));
+    for (const rule of rules) {
+      expect(rule.body.from_port).toBe(5432);
+      expect(rule.body.cidr_ipv4).toBeUndefined();
+    }
+    for (const group of groups) expect(rules.filter((r) => references(r.body.referenced_security_group_id, group, "id"))).toHaveLength(1);
   });
 });
 
@@ -122,7 +125,7 @@ describe("AWS stack: secrets and identities", () => {
       }
     }
     const processorEnv = block(resourceAt(json, "aws_lambda_function", "workers/processor/function").body.environment).variables as Record<string, string>;
-    expect(processorEnv.WEBHOOKS_DATABASE_SECRET_ARN).toContain("master_user_secret[0].secret_arn");
+    expect(processorEnv.WEBHOOKS_DATABASE_SECRET_ARN).toBeUndefined();
     expect(resourcesOf(json, "aws_secretsmanager_secret")).toHaveLength(1);
     expect(resourcesOf(json, "aws_secretsmanager_secret_version")).toHaveLength(0);
   });
@@ -173,6 +176,134 @@ describe("AWS stack: ingress, observability, outputs", () => {
 
   it("builds one construct per component", () => {
     const components = new Set(allResources(json).map((r) => r.component));
-    expect([...components].sort()).toEqual(["claim-checks", "database", "identities", "ingress", "network", "observability", "queue", "relay", "secrets", "workers"]);
+    expect([...components].sort()).toEqual(["claim-checks", "database", "identities", "ingress", "migration", "network", "observability", "queue", "relay", "secrets", "workers"]);
+  });
+});
+
+/** Issue 12: each block below fails on the stack as it was before the fix it names. */
+describe("AWS stack: issue 12 fixes", () => {
+  const fn = (j: TerraformJson, suffix: string) => resourceAt(j, "aws_lambda_function", suffix);
+  const env = (j: TerraformJson, suffix: string) => block(fn(j, suffix).body.environment).variables as Record<string, string>;
+  const VPC_FUNCTIONS = ["workers/processor/function", "relay/relay/function", "migration/migrate/function"];
+  const policyOf = (j: TerraformJson, name: string) => statements(resourceAt(j, "aws_iam_role_policy", `identities/${name}-policy`).body.policy);
+  const actionsOf = (j: TerraformJson, name: string) => policyOf(j, name).flatMap((s) => asList(s.Action)).sort();
+  let alerting: TerraformJson;
+  beforeAll(() => {
+    alerting = synthStack("aws", { alertEmail: "ops@example.com", alertWebhookUrl: "https://alerts.example.com/hooks" });
+  });
+
+  it("#2 the VPC functions load Amazon's CA bundle (NODE_EXTRA_CA_CERTS) and verify Aurora's certificate fully", () => {
+    for (const suffix of VPC_FUNCTIONS) {
+      expect(env(json, suffix).NODE_EXTRA_CA_CERTS, suffix).toBe("/var/runtime/ca-cert.pem");
+      expect(env(json, suffix).WEBHOOKS_DATABASE_TLS, suffix).toBe("verify-full");
+    }
+  });
+
+  it("#6 #11 each function role holds exactly the actions its code calls", () => {
+    const eni = ["ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:UnassignPrivateIpAddresses"];
+    const logs = ["logs:CreateLogStream", "logs:PutLogEvents"];
+    const xray = ["xray:PutTelemetryRecords", "xray:PutTraceSegments"];
+    expect(actionsOf(json, "ingest")).toEqual([...logs, "s3:PutObject", "secretsmanager:GetSecretValue", "sqs:SendMessage", ...xray].sort());
+    // No ChangeMessageVisibility (a deferral re-sends with a delay), no PutObject, no partner secret (ingest verified).
+    expect(actionsOf(json, "processor")).toEqual([
+      ...eni, ...logs, "rds-db:connect", "s3:GetObject",
+      "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:SendMessage", ...xray,
+    ].sort());
+    expect(actionsOf(json, "relay")).toEqual([...eni, ...logs, "rds-db:connect", ...xray].sort());
+    expect(actionsOf(json, "migrate")).toEqual([...eni, ...logs, "secretsmanager:GetSecretValue", ...xray].sort());
+    // The processor's two sends: the deferral copy to the queue, the explicit dead letter to the DLQ.
+    const sends = policyOf(json, "processor").filter((s) => asList(s.Action).includes("sqs:SendMessage")).map((s) => s.Resource);
+    const queue = resourceAt(json, "aws_sqs_queue", "queue/queue");
+    const dlq = resourceAt(json, "aws_sqs_queue", "queue/dlq");
+    expect(sends).toEqual([`\${${queue.type}.${queue.name}.arn}`, `\${${dlq.type}.${dlq.name}.arn}`]);
+    // Direct ingress: the processor verifies, so it (and only then) reads the partner secret.
+    const direct = synthStack("aws", { awsDirectQueueIngress: "true" });
+    expect(actionsOf(direct, "processor")).toContain("secretsmanager:GetSecretValue");
+  });
+
+  it("#7 dead letters reach an e-mail (to confirm) and the platform's alerts a signed webhook", () => {
+    expect(resourcesOf(json, "aws_sns_topic_subscription")).toHaveLength(0);
+    const subscription = resourcesOf(alerting, "aws_sns_topic_subscription");
+    expect(subscription).toHaveLength(1);
+    expect(subscription[0]!.body).toMatchObject({ protocol: "email", endpoint: "ops@example.com" });
+    expect(references(subscription[0]!.body.topic_arn, resourceAt(alerting, "aws_sns_topic", "observability/alerts"), "arn")).toBe(true);
+    expect(String(alerting.output?.alert_email_confirmation?.value)).toMatch(/confirm/i);
+    const relayEnv = env(alerting, "relay/relay/function");
+    expect(relayEnv.ALERT_WEBHOOK_URL).toBe("https://alerts.example.com/hooks");
+    const secret = resourceAt(alerting, "aws_secretsmanager_secret", "secrets/alert-webhook-secret");
+    expect(references(relayEnv.WEBHOOKS_ALERT_SECRET_ARN, secret, "arn")).toBe(true);
+    expect(resourcesOf(alerting, "aws_secretsmanager_secret_version")).toHaveLength(0);
+    const reads = policyOf(alerting, "relay").filter((s) => asList(s.Action).includes("secretsmanager:GetSecretValue"));
+    expect(reads.map((s) => s.Resource)).toEqual([`\${${secret.type}.${secret.name}.arn}`]);
+    expect(env(json, "relay/relay/function").ALERT_WEBHOOK_URL).toBeUndefined();
+  });
+
+  it("#8 processor and relay log in as webhooks_app with IAM tokens; only migrate reads the master secret", () => {
+    const cluster = resourceAt(json, "aws_rds_cluster", "database/cluster");
+    for (const name of ["processor", "relay"]) {
+      const e = env(json, name === "processor" ? "workers/processor/function" : "relay/relay/function");
+      expect(e.WEBHOOKS_DATABASE_USER).toBe("webhooks_app");
+      expect(e.WEBHOOKS_DATABASE_SECRET_ARN).toBeUndefined();
+      const connect = policyOf(json, name).filter((s) => asList(s.Action).includes("rds-db:connect"));
+      expect(connect).toHaveLength(1);
+      const arn = String(connect[0]!.Resource);
+      expect(arn).toMatch(/^arn:aws:rds-db:eu-west-1:\$\{data\.aws_caller_identity\.[^}]+\.account_id\}:dbuser:/);
+      expect(references(arn, cluster, "cluster_resource_id")).toBe(true);
+      expect(arn.endsWith("/webhooks_app")).toBe(true);
+    }
+    const secretArn = `\${${cluster.type}.${cluster.name}.master_user_secret[0].secret_arn}`;
+    const readers = resourcesOf(json, "aws_iam_role_policy").filter((p) => String(p.body.policy).includes(secretArn));
+    expect(readers.map((p) => p.path.split("/").pop())).toEqual(["migrate-policy"]);
+    expect(env(json, "migration/migrate/function")).toMatchObject({ WEBHOOKS_DATABASE_SECRET_ARN: secretArn, WEBHOOKS_DATABASE_USER: "webhooks_app" });
+    expect(cluster.body.iam_database_authentication_enabled).toBe(true);
+  });
+
+  it("#8 each deploy runs the migrate function (again when its code changes) before anything reads the queue or the outbox", () => {
+    const migrate = fn(json, "migration/migrate/function");
+    const invocation = resourceAt(json, "aws_lambda_invocation", "migration/run");
+    expect(references(invocation.body.function_name, migrate, "function_name")).toBe(true);
+    expect(references((invocation.body.triggers as Record<string, string>).code, migrate, "source_code_hash")).toBe(true);
+    const writer = resourceAt(json, "aws_rds_cluster_instance", "database/writer");
+    expect(invocation.body.depends_on).toEqual(expect.arrayContaining([`${writer.type}.${writer.name}`]));
+    const ran = `${invocation.type}.${invocation.name}`;
+    expect(resourcesOf(json, "aws_lambda_event_source_mapping")[0]!.body.depends_on).toContain(ran);
+    expect(resourcesOf(json, "aws_scheduler_schedule")[0]!.body.depends_on).toContain(ran);
+  });
+
+  it("#10 no AWS-managed policy: the VPC roles get the network-interface actions only, and no logs action on *", () => {
+    expect(resourcesOf(json, "aws_iam_role_policy_attachment")).toHaveLength(0);
+    for (const p of resourcesOf(json, "aws_iam_role_policy")) {
+      for (const s of statements(p.body.policy)) {
+        if (asList(s.Resource).includes("*")) expect(asList(s.Action).every((a) => /^(ec2|xray):/.test(a)), p.path).toBe(true);
+      }
+    }
+  });
+
+  it("#12 ingest accepts bodies up to 4 MiB, above the queue's limit, so large ones go by claim-check", () => {
+    const limit = Number(env(json, "ingress/ingest/function").MAX_INBOUND_BODY_BYTES);
+    expect(limit).toBe(4 * 1024 * 1024);
+    // Binary bodies arrive base64-encoded in an event that must fit Lambda's 6 MB synchronous payload.
+    expect(Math.ceil(limit / 3) * 4).toBeLessThan(6 * 1024 * 1024 - 256 * 1024);
+    expect(limit).toBeGreaterThan(Number(resourceAt(json, "aws_sqs_queue", "queue/queue").body.max_message_size));
+  });
+
+  it("#16 the relay may reach every TCP port (as subscriptions may), the other VPC functions HTTPS and PostgreSQL only", () => {
+    const egress = resourcesOf(json, "aws_vpc_security_group_egress_rule");
+    const relaySg = resourceAt(json, "aws_security_group", "network/relay-sg");
+    const workerSg = resourceAt(json, "aws_security_group", "network/workers-sg");
+    const of = (sg: SynthResource) => egress.filter((r) => references(r.body.security_group_id, sg, "id")).map((r) => r.body);
+    expect(of(relaySg)).toContainEqual(expect.objectContaining({ ip_protocol: "tcp", from_port: 0, to_port: 65535, cidr_ipv4: "0.0.0.0/0" }));
+    expect(of(workerSg).map((r) => [r.from_port, r.to_port]).sort()).toEqual([[443, 443], [5432, 5432]]);
+    const relay = fn(json, "relay/relay/function");
+    expect(references(JSON.stringify(block(relay.body.vpc_config).security_group_ids), relaySg, "id")).toBe(true);
+    for (const suffix of ["workers/processor/function", "migration/migrate/function"]) {
+      expect(references(JSON.stringify(block(fn(json, suffix).body.vpc_config).security_group_ids), workerSg, "id")).toBe(true);
+    }
+    const ingress = resourcesOf(json, "aws_vpc_security_group_ingress_rule").filter((r) => r.body.from_port === 5432);
+    expect(ingress.every((r) => references(r.body.referenced_security_group_id, relaySg, "id") || references(r.body.referenced_security_group_id, workerSg, "id"))).toBe(true);
+  });
+
+  it("#18 outputs the NAT gateway's static egress IP", () => {
+    expect(references(json.output?.egress_ip?.value, resourceAt(json, "aws_eip", "network/nat-ip"), "public_ip")).toBe(true);
   });
 });

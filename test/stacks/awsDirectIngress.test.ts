@@ -16,7 +16,7 @@ describe("AWS stack, direct API Gateway → SQS mode", () => {
     const params = integration.request_parameters as Record<string, string>;
     expect(references(params.QueueUrl, resourceAt(json, "aws_sqs_queue", "queue/queue"), "url")).toBe(true);
     expect(params.MessageBody).toBe("$request.body");
-    expect(resourcesOf(json, "aws_lambda_function").map((f) => f.body.function_name).sort()).toEqual(["hooktest-processor", "hooktest-relay"]);
+    expect(resourcesOf(json, "aws_lambda_function").map((f) => f.body.function_name).sort()).toEqual(["hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
   });
 
   it("carries the partner and the signature headers as message attributes, escaped for Terraform", () => {
