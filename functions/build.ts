@@ -10,7 +10,8 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const CLOUDS = ["aws", "azure", "gcp"] as const;
-export const FUNCTIONS = ["ingest", "processor", "relay"] as const;
+/** `migrate` runs once per deploy with the database owner's rights (shared/cloud/prepareDatabase.ts). */
+export const FUNCTIONS = ["ingest", "processor", "relay", "migrate"] as const;
 export type Cloud = (typeof CLOUDS)[number];
 export type FunctionName = (typeof FUNCTIONS)[number];
 

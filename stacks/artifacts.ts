@@ -11,8 +11,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export type Cloud = "aws" | "azure" | "gcp";
-export type FunctionName = "ingest" | "processor" | "relay";
-export const FUNCTION_NAMES: readonly FunctionName[] = ["ingest", "processor", "relay"];
+/** `migrate` is the deploy step (migrations and the application role, with owner rights); the others never run DDL. */
+export type FunctionName = "ingest" | "processor" | "relay" | "migrate";
+export const FUNCTION_NAMES: readonly FunctionName[] = ["ingest", "processor", "relay", "migrate"];
 
 export class ArtifactsMissingError extends Error {
   override name = "ArtifactsMissingError";

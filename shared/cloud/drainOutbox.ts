@@ -24,6 +24,12 @@ export interface DrainOptions {
   reserveMs?: number;
   /** Stop retention batches when less than this is left. Default: 5 000 ms. */
   purgeReserveMs?: number;
+  /**
+   * Raises alerts for new dead letters and quarantined entries (returns how many): called before
+   * each pass, so an alert raised in this run is delivered in this run too. A failure is reported
+   * in the summary, never fatal: the deliveries come first.
+   */
+  alerts?: () => Promise<number>;
 }
 
 export interface DrainSummary {
@@ -35,6 +41,10 @@ export interface DrainSummary {
   purged?: RetentionResult;
   /** Why the retention pass failed, if it did (it is retried by a later run). */
   purgeError?: string;
+  /** Alerts raised in this run (absent without an alert hook). */
+  alertsRaised?: number;
+  /** Why the last alert scan failed, if one did (the next scan, or run, tries again). */
+  alertError?: string;
 }
 
 export async function drainOutbox(options: DrainOptions): Promise<DrainSummary> {
@@ -59,11 +69,24 @@ async function drain(options: DrainOptions): Promise<DrainSummary> {
       summary.stoppedBecause = "budget";
       return summary;
     }
+    const raised = options.alerts ? await scanAlerts(options.alerts, summary) : 0;
     const attempted = await options.relay.runOnce();
     const claimed = options.inbox ? (await options.inbox.runOnce()).claimed : 0;
     summary.passes++;
     summary.deliveriesAttempted += attempted;
     summary.inboxEntriesClaimed += claimed;
-    if (attempted === 0 && claimed === 0) return summary;
+    if (attempted === 0 && claimed === 0 && raised === 0) return summary;
+  }
+}
+
+async function scanAlerts(alerts: () => Promise<number>, summary: DrainSummary): Promise<number> {
+  try {
+    const raised = await alerts();
+    summary.alertsRaised = (summary.alertsRaised ?? 0) + raised;
+    return raised;
+  } catch (error) {
+    summary.alertsRaised ??= 0;
+    summary.alertError = (error as Error)?.message ?? String(error);
+    return 0;
   }
 }

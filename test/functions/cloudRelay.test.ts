@@ -3,7 +3,8 @@
  * fits the time the drain keeps for it (the attempt timeout and 5 s).
  */
 import { afterEach, expect, it } from "vitest";
-import { relayFor } from "../../shared/cloud/relay.js";
+import { Webhook } from "standardwebhooks";
+import { relayFor, runScheduledRelay } from "../../shared/cloud/relay.js";
 import { loadConfig } from "../../shared/config.js";
 import { createSubscription, enqueueMany } from "../../shared/outbound/index.js";
 import { createLogger } from "../../shared/telemetry/log.js";
@@ -31,5 +32,18 @@ describeEachBackend("cloud relay pass", (ctx) => {
     } finally {
       await close();
     }
+  });
+  it("a scheduled run announces a new dead letter and delivers the alert, signed, in the same run", async () => {
+    receiver = await startReceiver((r) => ({ status: JSON.parse(r.body).type === "a.b" ? 400 : 204 }));
+    await createSubscription(ctx.db, { url: `${receiver.url}/broken`, eventTypes: ["a.b"], maxAttempts: 1 });
+    await enqueueMany(ctx.db, [{ id: "doomed-1", type: "a.b", data: { n: 1 } }]);
+    const secret = `whsec_${Buffer.from("alert-secret-for-the-cloud-relay!").toString("base64")}`;
+    const config = loadConfig({ ADMIN_TOKEN: "cloud-relay-test-token", ALLOWED_DESTINATIONS: "127.0.0.1", ALERT_WEBHOOK_URL: `${receiver.url}/alerts`, ALERT_WEBHOOK_SECRET: secret });
+    const summary = await runScheduledRelay(ctx.db, config, createLogger({ level: "silent" }), () => 60_000);
+    expect(summary).toMatchObject({ alertsRaised: 1, stoppedBecause: "idle" });
+    const alert = receiver.received.find((r) => JSON.parse(r.body).type === "alert.dead_letter");
+    expect(alert, "the alert reached ALERT_WEBHOOK_URL").toBeDefined();
+    const verified = new Webhook(secret).verify(alert!.body, alert!.headers as Record<string, string>) as { data: { eventId: string; attempts: number } };
+    expect(verified.data).toMatchObject({ eventId: "doomed-1", attempts: 1 });
   });
 });

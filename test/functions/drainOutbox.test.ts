@@ -66,4 +66,24 @@ describe("drainOutbox", () => {
     expect(summary).toMatchObject({ stoppedBecause: "idle", purgeError: "canceling statement due to lock timeout" });
     expect(summary.purged).toBeUndefined();
   });
+  it("scans for alerts before each pass, keeps going while a scan raised some, and survives a failed scan", async () => {
+    const order: string[] = [];
+    const raised = [0, 2, 0];
+    const summary = await drainOutbox({
+      relay: { runOnce: async () => { order.push("pass"); return order.length === 2 ? 1 : 0; } },
+      alerts: async () => { order.push("scan"); return raised.shift()!; },
+      remainingMs: () => 60_000,
+    });
+    // scan 0 → pass 1 delivery → scan 2 alerts → pass 0 (alerts still to send would be claimed here) → scan 0 → pass 0: idle.
+    expect(order).toEqual(["scan", "pass", "scan", "pass", "scan", "pass"]);
+    expect(summary).toMatchObject({ passes: 3, alertsRaised: 2, stoppedBecause: "idle" });
+    expect(summary.alertError).toBeUndefined();
+
+    const failing = await drainOutbox({
+      relay: { runOnce: async () => 0 },
+      alerts: async () => { throw new Error("database busy"); },
+      remainingMs: () => 60_000,
+    });
+    expect(failing).toMatchObject({ passes: 1, alertsRaised: 0, alertError: "database busy", stoppedBecause: "idle" });
+  });
 });

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { synthesize, type TerraformJson } from "../../stacks/app.js";
-import type { Cloud } from "../../stacks/artifacts.js";
+import { FUNCTION_NAMES, type Cloud } from "../../stacks/artifacts.js";
 import { loadStackConfig, type StackConfig } from "../../stacks/config.js";
 
 export const TEST_OVERRIDES = {
@@ -31,7 +31,7 @@ export function testConfig(extra: Record<string, unknown> = {}): StackConfig {
 export function fixtureArtifacts(): string {
   const root = mkdtempSync(join(tmpdir(), "webhooks-artifacts-"));
   for (const cloud of ["aws", "azure", "gcp"]) {
-    for (const fn of ["ingest", "processor", "relay"]) {
+    for (const fn of FUNCTION_NAMES) {
       const dir = join(root, cloud, fn);
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, "index.mjs"), `export const handler = async () => "${cloud}/${fn} fixture";\n`);
