@@ -1,7 +1,8 @@
 /**
  * The Azure target: an HTTP-triggered ingest Function (not API Management: see docs/clouds.md),
  * Service Bus, PostgreSQL Flexible Server, Key Vault, and Function Apps for the processor
- * (Service Bus trigger) and the relay (timer trigger).
+ * (Service Bus trigger), the relay (timer trigger) and the migrate step (timer with
+ * runOnStartup: it runs at each deploy, before the others can use the schema; docs/deploy-azure.md).
  */
 import { TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
 import type { Construct } from "constructs";
@@ -12,53 +13,69 @@ import type { CloudStackProps } from "../aws/awsWebhooksStack.js";
 import { relayBudgetSeconds } from "../config.js";
 import { CLAIM_CHECK_CONTAINER, ClaimCheckContainer } from "./claimCheckContainer.js";
 import { FunctionHost } from "./functionHost.js";
-import { KeyVaultSecrets, PARTNER_SECRETS_NAME } from "./keyVaultSecrets.js";
+import { ALERT_SECRET_NAME, KeyVaultSecrets, PARTNER_SECRETS_NAME } from "./keyVaultSecrets.js";
 import { ManagedIdentities } from "./managedIdentities.js";
 import { Monitoring } from "./monitoring.js";
 import { NodeFunctionApp } from "./nodeFunctionApp.js";
-import { DATABASE_URL_SECRET, PostgresFlexibleServer } from "./postgresFlexibleServer.js";
+import { DATABASE_ADMIN_URL_SECRET, DATABASE_URL_SECRET, PostgresFlexibleServer } from "./postgresFlexibleServer.js";
 import { PrivateNetwork } from "./privateNetwork.js";
+import { RbacPropagation } from "./rbacPropagation.js";
 import { ServiceBusQueue } from "./serviceBusQueue.js";
+
+/**
+ * Largest inbound body ingest accepts: the platform's own cap (64 MiB), below the Functions
+ * host's HTTP request limit (100 MB, docs/deploy-azure.md). Bodies above a Service Bus Standard
+ * message (256 KB) travel by claim-check.
+ */
+export const AZURE_MAX_INBOUND_BODY_BYTES = 64 * 1024 * 1024;
+/** How often the migrate timer runs besides at start-up (each run is idempotent and cheap). */
+export const MIGRATE_SCHEDULE = "0 */5 * * * *";
 
 export class AzureWebhooksStack extends TerraformStack {
   constructor(scope: Construct, id: string, props: CloudStackProps) {
     super(scope, id);
     const { config, artifacts } = props;
     const prefix = config.namePrefix;
-    new AzurermProvider(this, "azurerm", { features: [{}], storageUseAzuread: false });
-    const group = new ResourceGroup(this, "group", { name: `${prefix}-rg`, location: config.azureLocation });
-    const where = { prefix, resourceGroupName: group.name, location: group.location };
-    const adminPassword = new TerraformVariable(this, "db_admin_password", {
-      type: "string",
-      sensitive: true,
-      description: "PostgreSQL admin password (TF_VAR_db_admin_password); stored in Key Vault as the database URL",
-    });
+    // data_plane_available = false: the claim-check account has shared-key access off, and with the
+    // data plane on, azurerm 4.x reads every account's queue and static-website properties with a key.
+    new AzurermProvider(this, "azurerm", { features: [{ storage: [{ dataPlaneAvailable: false }] }], storageUseAzuread: false });
+    RbacPropagation.declareProvider(this);
+    const tags = { app: "multicloud-webhooks", stack: id };
+    const group = new ResourceGroup(this, "group", { name: `${prefix}-rg`, location: config.azureLocation, tags });
+    const where = { prefix, resourceGroupName: group.name, location: group.location, tags };
+    const password = (name: string, description: string) => new TerraformVariable(this, name, { type: "string", sensitive: true, description });
+    const adminPassword = password("db_admin_password", "PostgreSQL admin password (TF_VAR_db_admin_password); in Key Vault as database-admin-url, read by the migrate function only");
+    const appPassword = password("db_app_password", "Password of the application role webhooks_app (TF_VAR_db_app_password); in Key Vault as database-url, set on the role by the migrate function");
 
     const network = new PrivateNetwork(this, "network", where);
     const secrets = new KeyVaultSecrets(this, "secrets", where);
     const bus = new ServiceBusQueue(this, "queue", { ...where, config });
-    const database = new PostgresFlexibleServer(this, "database", { ...where, config, network, secrets, adminPassword });
+    const database = new PostgresFlexibleServer(this, "database", { ...where, config, network, secrets, adminPassword, appPassword });
     const host = new FunctionHost(this, "hosting", where);
-    const claimChecks = new ClaimCheckContainer(this, "claim-checks", { config, storageAccountId: host.storageAccountId, blobEndpoint: host.blobEndpoint });
+    const claimChecks = new ClaimCheckContainer(this, "claim-checks", { ...where, config });
     const monitoring = new Monitoring(this, "observability", { ...where, config, namespaceId: bus.namespace.id, queueName: bus.queue.name });
     const queueScope = bus.queue.id;
+    const secretReader = (secret: Parameters<typeof KeyVaultSecrets.scopeOf>[0]) => ({ role: "Key Vault Secrets User" as const, scope: KeyVaultSecrets.scopeOf(secret) });
     const identities = new ManagedIdentities(this, "identities", {
       ...where,
       grants: {
         ingest: [
           { role: "Azure Service Bus Data Sender", scope: queueScope },
-          { role: "Key Vault Secrets User", scope: KeyVaultSecrets.scopeOf(secrets.partnerSecret) },
+          secretReader(secrets.partnerSecret),
           { role: "Storage Blob Data Contributor", scope: claimChecks.scope },
         ],
-        // Receiver to settle, Sender to re-schedule a message for "retry after a delay".
+        // Receiver to settle, Sender to schedule a copy for "retry after a delay".
         processor: [
           { role: "Azure Service Bus Data Receiver", scope: queueScope },
           { role: "Azure Service Bus Data Sender", scope: queueScope },
-          { role: "Key Vault Secrets User", scope: KeyVaultSecrets.scopeOf(database.urlSecret) },
-          { role: "Key Vault Secrets User", scope: KeyVaultSecrets.scopeOf(secrets.partnerSecret) },
-          { role: "Storage Blob Data Contributor", scope: claimChecks.scope },
+          secretReader(database.urlSecret),
+          secretReader(secrets.partnerSecret),
+          // Reads claim-checks only: ingest writes them, and lifecycle management deletes them.
+          { role: "Storage Blob Data Reader", scope: claimChecks.scope },
         ],
-        relay: [{ role: "Key Vault Secrets User", scope: KeyVaultSecrets.scopeOf(database.urlSecret) }],
+        relay: [secretReader(database.urlSecret), secretReader(secrets.alertSecret)],
+        // The owner's URL, and the application URL for the role's password.
+        migrate: [secretReader(database.adminUrlSecret), secretReader(database.urlSecret)],
       },
     });
 
@@ -70,6 +87,8 @@ export class AzureWebhooksStack extends TerraformStack {
       WEBHOOKS_QUEUE_NAME: bus.queue.name,
     });
     const claimCheckSettings = { WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: claimChecks.accountUrl, WEBHOOKS_CLAIM_CHECK_CONTAINER: CLAIM_CHECK_CONTAINER };
+    // Flexible Server's certificate chains to public roots in Node's own store (docs/clouds.md).
+    const databaseSettings = { DATABASE_URL: secrets.reference(DATABASE_URL_SECRET), WEBHOOKS_DATABASE_TLS: "verify-full" };
     const app = (id: string, fn: FunctionName, appSettings: Record<string, string>, inVnet: boolean, scaleLimit?: number) =>
       new NodeFunctionApp(this, id, {
         ...where,
@@ -81,17 +100,26 @@ export class AzureWebhooksStack extends TerraformStack {
         appSettings,
         vnetSubnetId: inVnet ? network.functionsSubnetId : undefined,
         scaleLimit,
+        // Key Vault references resolve when the app starts: its grants must be in force by then.
+        dependsOn: [identities.propagated],
       });
 
-    const ingest = app("ingress", "ingest", { ...busSettings("ingest"), ...claimCheckSettings, PARTNERS: secrets.reference(PARTNER_SECRETS_NAME) }, false);
+    const ingest = app("ingress", "ingest", {
+      ...busSettings("ingest"),
+      ...claimCheckSettings,
+      PARTNERS: secrets.reference(PARTNER_SECRETS_NAME),
+      MAX_INBOUND_BODY_BYTES: String(AZURE_MAX_INBOUND_BODY_BYTES),
+    }, false);
     app(
       "workers",
       "processor",
       {
         ...busSettings("processor"),
         ...claimCheckSettings,
-        DATABASE_URL: secrets.reference(DATABASE_URL_SECRET),
+        ...databaseSettings,
         PARTNERS: secrets.reference(PARTNER_SECRETS_NAME),
+        // Failures before the inbox are retried with a growing delay this many times, then dead-lettered.
+        WEBHOOKS_RETRY_MAX_ATTEMPTS: String(config.maxDeliveryAttempts),
         // host.json override: messages in flight per instance.
         AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: String(config.processorBatchSize),
         AzureFunctionsJobHost__functionTimeout: timeSpan(config.processorTimeoutSeconds),
@@ -99,15 +127,27 @@ export class AzureWebhooksStack extends TerraformStack {
       true,
       config.processorConcurrency,
     );
+    const alerts: Record<string, string> = config.alertWebhookUrl ? { ALERT_WEBHOOK_URL: config.alertWebhookUrl, ALERT_WEBHOOK_SECRET: secrets.reference(ALERT_SECRET_NAME) } : {};
     app(
       "relay",
       "relay",
       {
-        ...busSettings("relay"),
-        DATABASE_URL: secrets.reference(DATABASE_URL_SECRET),
+        ...databaseSettings,
+        ...alerts,
         WEBHOOKS_RELAY_SCHEDULE: `0 */${config.relayIntervalMinutes} * * * *`,
         WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayBudgetSeconds(config.relayTimeoutSeconds)),
         AzureFunctionsJobHost__functionTimeout: timeSpan(config.relayTimeoutSeconds),
+      },
+      true,
+      1,
+    );
+    app(
+      "migrate",
+      "migrate",
+      {
+        ...databaseSettings,
+        DATABASE_ADMIN_URL: secrets.reference(DATABASE_ADMIN_URL_SECRET),
+        WEBHOOKS_MIGRATE_SCHEDULE: MIGRATE_SCHEDULE,
       },
       true,
       1,
@@ -117,8 +157,9 @@ export class AzureWebhooksStack extends TerraformStack {
     new TerraformOutput(this, "queue_name", { value: bus.queue.name });
     new TerraformOutput(this, "dead_letter_queue_name", { value: `${bus.queue.name}/$DeadLetterQueue` });
     new TerraformOutput(this, "database_endpoint", { value: database.fqdn });
-    new TerraformOutput(this, "key_vault_name", { value: secrets.vault.name, description: `Set ${PARTNER_SECRETS_NAME} here` });
+    new TerraformOutput(this, "key_vault_name", { value: secrets.vault.name, description: `Set ${PARTNER_SECRETS_NAME} (and ${ALERT_SECRET_NAME}) here` });
     new TerraformOutput(this, "service_bus_namespace", { value: bus.namespace.name });
+    new TerraformOutput(this, "egress_ip", { value: network.egressIp, description: "Deliveries leave from this address (the NAT gateway's): receivers can allow-list it" });
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * What the three Function Apps run on: an Elastic Premium plan (VNet integration to reach the
  * private database, no cold-start-to-zero surprises) and the storage account the Functions
- * runtime needs for its leases and timer state (which also holds the claim-check container).
+ * runtime needs for its leases and timer state. Claim-checks live in an account of their own
+ * (claimCheckContainer.ts): this one's key is given to every app, so it must hold no payload.
  */
 import { Construct } from "constructs";
 import { ServicePlan } from "@cdktf/provider-azurerm/lib/service-plan/index.js";
@@ -12,12 +13,10 @@ export class FunctionHost extends Construct {
   readonly planId: string;
   readonly storageAccountName: string;
   readonly storageAccountKey: string;
-  readonly storageAccountId: string;
-  readonly blobEndpoint: string;
 
   constructor(scope: Construct, id: string, props: AzureScope) {
     super(scope, id);
-    const where = { resourceGroupName: props.resourceGroupName, location: props.location };
+    const where = { resourceGroupName: props.resourceGroupName, location: props.location, tags: props.tags };
     const plan = new ServicePlan(this, "plan", { ...where, name: `${props.prefix}-functions`, osType: "Linux", skuName: "EP1" });
     const storage = new StorageAccount(this, "storage", {
       ...where,
@@ -32,7 +31,5 @@ export class FunctionHost extends Construct {
     this.planId = plan.id;
     this.storageAccountName = storage.name;
     this.storageAccountKey = storage.primaryAccessKey;
-    this.storageAccountId = storage.id;
-    this.blobEndpoint = storage.primaryBlobEndpoint;
   }
 }

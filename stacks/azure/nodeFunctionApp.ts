@@ -2,7 +2,15 @@
  * A Linux Function App on Node 22 running one built function (zip deployed from a
  * TerraformAsset), with its user-assigned identity, Key Vault references resolved through that
  * identity, Application Insights, HTTPS only, TLS 1.2, FTP off.
+ *
+ * SCM (Kudu) basic authentication stays ON: azurerm 4.x deploys `zip_deploy_file` by fetching the
+ * site's publishing credentials and POSTing the zip to `https://<scm>/api/zipdeploy` with HTTP
+ * basic auth (internal/services/appservice/helpers/publish_app.go, `GetCredentialsAndPublish` →
+ * `PublishZipDeployLocalFileKuduPush`, `req.SetBasicAuth`), after it has applied
+ * `webdeploy_publish_basic_authentication_enabled` (linux_function_app_resource.go, Create:
+ * `UpdateScmAllowed` before the publish). With it off, every deploy answers 401. See docs/clouds.md.
  */
+import type { ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
 import { functionAsset } from "../functionAsset.js";
 import { LinuxFunctionApp } from "@cdktf/provider-azurerm/lib/linux-function-app/index.js";
@@ -22,6 +30,8 @@ export interface NodeFunctionAppProps extends AzureScope {
   vnetSubnetId?: string;
   /** Most instances this app scales out to. */
   scaleLimit?: number;
+  /** Created only after these (the RBAC propagation of its identity's grants). */
+  dependsOn?: ITerraformDependable[];
 }
 
 export class NodeFunctionApp extends Construct {
@@ -40,7 +50,8 @@ export class NodeFunctionApp extends Construct {
       zipDeployFile: code.path,
       httpsOnly: true,
       ftpPublishBasicAuthenticationEnabled: false,
-      webdeployPublishBasicAuthenticationEnabled: false,
+      // Needed by the zip deploy above (see the header); FTP is off.
+      webdeployPublishBasicAuthenticationEnabled: true,
       identity: { type: "UserAssigned", identityIds: [props.identity.id] },
       keyVaultReferenceIdentityId: props.identity.id,
       virtualNetworkSubnetId: props.vnetSubnetId,
@@ -54,6 +65,8 @@ export class NodeFunctionApp extends Construct {
         vnetRouteAllEnabled: props.vnetSubnetId !== undefined,
         appScaleLimit: props.scaleLimit,
       },
+      tags: props.tags,
+      dependsOn: props.dependsOn,
     });
   }
 }

@@ -18,6 +18,8 @@ export interface AzureScope {
   prefix: string;
   resourceGroupName: string;
   location: string;
+  /** Tags for every resource that takes them (`app`, `stack`). */
+  tags: Record<string, string>;
 }
 
 export class PrivateNetwork extends Construct {
@@ -26,10 +28,12 @@ export class PrivateNetwork extends Construct {
   readonly databaseDnsZoneId: string;
   /** The DNS link must exist before the server is created, or creation fails. */
   readonly dnsLink: PrivateDnsZoneVirtualNetworkLink;
+  /** The NAT gateway's static public IP: every delivery from the VNet-integrated apps leaves from it. */
+  readonly egressIp: string;
 
   constructor(scope: Construct, id: string, props: AzureScope) {
     super(scope, id);
-    const where = { resourceGroupName: props.resourceGroupName, location: props.location };
+    const where = { resourceGroupName: props.resourceGroupName, location: props.location, tags: props.tags };
     const vnet = new VirtualNetwork(this, "vnet", { ...where, name: `${props.prefix}-vnet`, addressSpace: ["10.50.0.0/16"] });
     const functions = new Subnet(this, "functions", {
       name: "functions",
@@ -50,12 +54,14 @@ export class PrivateNetwork extends Construct {
     const zone = new PrivateDnsZone(this, "postgres-dns", {
       name: `${props.prefix}.private.postgres.database.azure.com`,
       resourceGroupName: props.resourceGroupName,
+      tags: props.tags,
     });
     this.dnsLink = new PrivateDnsZoneVirtualNetworkLink(this, "postgres-dns-link", {
       name: `${props.prefix}-postgres`,
       resourceGroupName: props.resourceGroupName,
       privateDnsZoneName: zone.name,
       virtualNetworkId: vnet.id,
+      tags: props.tags,
     });
     const ip = new PublicIp(this, "nat-ip", { ...where, name: `${props.prefix}-nat`, allocationMethod: "Static", sku: "Standard" });
     const nat = new NatGateway(this, "nat", { ...where, name: `${props.prefix}-nat`, skuName: "Standard" });
@@ -64,5 +70,6 @@ export class PrivateNetwork extends Construct {
     this.functionsSubnetId = functions.id;
     this.databaseSubnetId = database.id;
     this.databaseDnsZoneId = zone.id;
+    this.egressIp = ip.ipAddress;
   }
 }

@@ -25,6 +25,7 @@ export class ServiceBusQueue extends Construct {
       minimumTlsVersion: "1.2",
       localAuthEnabled: false,
       publicNetworkAccessEnabled: true,
+      tags: props.tags,
     });
     this.queue = new ServicebusQueue(this, "queue", {
       name: `${props.prefix}-inbound`,
