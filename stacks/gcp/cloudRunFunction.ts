@@ -24,6 +24,8 @@ export interface CloudRunFunctionProps {
   memoryMb: number;
   timeoutSeconds: number;
   maxInstances: number;
+  /** Requests one instance serves at once. Default: 1. */
+  requestConcurrency?: number;
   /** Plain settings only. */
   environment: Record<string, string>;
   /** Environment variable → secret, resolved by the platform from Secret Manager. */
@@ -59,7 +61,7 @@ export class CloudRunFunction extends Construct {
         availableMemory: `${props.memoryMb}Mi`,
         timeoutSeconds: props.timeoutSeconds,
         maxInstanceCount: props.maxInstances,
-        maxInstanceRequestConcurrency: 1,
+        maxInstanceRequestConcurrency: props.requestConcurrency ?? 1,
         // Reachable from outside Google (API Gateway, Pub/Sub push, Scheduler), but every call
         // must carry an identity token allowed by run.invoker: no allUsers binding exists.
         ingressSettings: "ALLOW_ALL",

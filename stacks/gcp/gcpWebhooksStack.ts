@@ -1,7 +1,7 @@
 /**
  * The GCP target: API Gateway (google-beta) → ingest Cloud Run function → Pub/Sub push →
- * processor function; Cloud Scheduler → relay function; Cloud SQL on a private IP; Secret
- * Manager; one service account per role.
+ * processor function; Cloud Scheduler → relay function; a migrate function the deploy runs once
+ * (Cloud Scheduler job); Cloud SQL on a private IP; Secret Manager; one service account per role.
  */
 import { TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
 import type { Construct } from "constructs";
@@ -10,18 +10,22 @@ import { GoogleProvider } from "@cdktf/provider-google/lib/provider/index.js";
 import { GoogleBetaProvider } from "@cdktf/provider-google-beta/lib/provider/index.js";
 import type { CloudStackProps } from "../aws/awsWebhooksStack.js";
 import { ApiGatewayIngress } from "./apiGatewayIngress.js";
+import { checkConnectionBudget, GCP_MAX_INBOUND_BODY_BYTES, poolSizes, pushDeliveryAttempts, relayTiming } from "./capacity.js";
 import { ClaimCheckBucket } from "./claimCheckBucket.js";
 import { CloudRunFunction, type CloudRunFunctionProps } from "./cloudRunFunction.js";
 import { CloudSqlDatabase } from "./cloudSqlDatabase.js";
 import { FunctionSourceBucket } from "./functionSourceBucket.js";
+import { MigrateJob } from "./migrateJob.js";
 import { Monitoring } from "./monitoring.js";
 import { PrivateNetwork } from "./privateNetwork.js";
 import { ProjectApis } from "./projectApis.js";
 import { PubSubQueue } from "./pubSubQueue.js";
 import { RelaySchedule } from "./relaySchedule.js";
+import { labelResources, stackLabels } from "./resourceLabels.js";
 import { SecretManagerSecrets } from "./secretManagerSecrets.js";
 import { ServiceAccounts } from "./serviceAccounts.js";
-import { relayBudgetSeconds } from "../config.js";
+
+type GcpFunction = "ingest" | "processor" | "relay" | "migrate";
 
 export class GcpWebhooksStack extends TerraformStack {
   constructor(scope: Construct, id: string, props: CloudStackProps) {
@@ -30,23 +34,33 @@ export class GcpWebhooksStack extends TerraformStack {
     const prefix = config.namePrefix;
     const project = config.gcpProject;
     const region = config.gcpRegion;
+    checkConnectionBudget(config);
+    const pools = poolSizes(config);
+    const labels = stackLabels(id);
     new GoogleProvider(this, "google", { project, region });
     const beta = new GoogleBetaProvider(this, "google-beta", { project, region });
     const projectInfo = new DataGoogleProject(this, "project", { projectId: project });
     const adminPassword = new TerraformVariable(this, "db_admin_password", {
       type: "string",
       sensitive: true,
-      description: "Cloud SQL user password (TF_VAR_db_admin_password); stored in Secret Manager as the database URL",
+      description: "Cloud SQL owner (webhooks_admin) password (TF_VAR_db_admin_password); in Secret Manager inside the admin URL, read by the migrate function only",
+    });
+    const appPassword = new TerraformVariable(this, "db_app_password", {
+      type: "string",
+      sensitive: true,
+      description: "Password of the application role webhooks_app (TF_VAR_db_app_password, at least 16 characters); set by the migrate function, used by the processor and relay",
     });
 
     const apis = new ProjectApis(this, "apis", { project });
     const network = new PrivateNetwork(this, "network", { prefix, region });
     const accounts = new ServiceAccounts(this, "identities", { prefix, project });
     const secrets = new SecretManagerSecrets(this, "secrets", { prefix });
-    const database = new CloudSqlDatabase(this, "database", { prefix, region, config, network, secrets, adminPassword });
+    const database = new CloudSqlDatabase(this, "database", { prefix, region, config, network, secrets, adminPassword, appPassword, labels });
     const sources = new FunctionSourceBucket(this, "hosting", { prefix, project, region, buildServiceAccountEmail: accounts.emails.build });
     const topicName = `${prefix}-inbound`;
+    const deadLetterTopicName = `${prefix}-inbound-dlq`;
     const claimChecks = new ClaimCheckBucket(this, "claim-checks", { prefix, project, region, config });
+    const alerts = config.alertWebhookUrl ? secrets.alertWebhookSecret() : undefined;
 
     // Each function waits for its secrets' grants and first versions (see CloudRunFunctionProps).
     const partnerVersion = secrets.partnerSecretVersion;
@@ -59,10 +73,24 @@ export class GcpWebhooksStack extends TerraformStack {
         urlVersion,
         partnerVersion,
       ],
-      relay: [secrets.allow(database.urlSecret, "relay", accounts.emails.relay), urlVersion],
+      relay: [
+        secrets.allow(database.urlSecret, "relay", accounts.emails.relay),
+        urlVersion,
+        ...(alerts ? [secrets.allow(alerts.secret, "relay", accounts.emails.relay), alerts.version] : []),
+      ],
+      migrate: [
+        secrets.allow(database.adminUrlSecret, "migrate", accounts.emails.migrate),
+        secrets.allow(database.urlSecret, "migrate", accounts.emails.migrate),
+        database.adminUrlSecretVersion,
+        urlVersion,
+      ],
     };
+    // The Cloud SQL server certificate names the instance, not the private IP: verify the chain
+    // against this instance's CA (shared/cloud/database.ts).
+    const databaseTls = { WEBHOOKS_DATABASE_TLS: "verify-ca", WEBHOOKS_DATABASE_CA_CERT: database.serverCaPem };
+    const privateRanges = { connectorId: network.connectorId, egress: "PRIVATE_RANGES_ONLY" as const };
 
-    const fnProps = (name: "ingest" | "processor" | "relay", rest: Partial<CloudRunFunctionProps>): CloudRunFunctionProps => ({
+    const fnProps = (name: GcpFunction, rest: Partial<CloudRunFunctionProps>): CloudRunFunctionProps => ({
       name: `${prefix}-${name}`,
       entryPoint: name,
       region,
@@ -83,10 +111,19 @@ export class GcpWebhooksStack extends TerraformStack {
     const processor = new CloudRunFunction(this, "workers", fnProps("processor", {
       timeoutSeconds: config.processorTimeoutSeconds,
       maxInstances: config.processorConcurrency,
-      environment: { WEBHOOKS_TOPIC: topicName, GOOGLE_CLOUD_PROJECT: project, WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.name },
+      requestConcurrency: config.gcpProcessorRequestConcurrency,
+      environment: {
+        WEBHOOKS_TOPIC: topicName,
+        WEBHOOKS_DEAD_LETTER_TOPIC: deadLetterTopicName,
+        WEBHOOKS_MAX_DELIVERY_ATTEMPTS: String(pushDeliveryAttempts(config)),
+        GOOGLE_CLOUD_PROJECT: project,
+        WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.name,
+        WEBHOOKS_DB_POOL_MAX: String(pools.processor),
+        ...databaseTls,
+      },
       secrets: { DATABASE_URL: database.urlSecret, PARTNERS: secrets.partnerSecret },
       // Private ranges only: the database via the connector, Google APIs directly.
-      vpc: { connectorId: network.connectorId, egress: "PRIVATE_RANGES_ONLY" },
+      vpc: privateRanges,
     }));
     const queue = new PubSubQueue(this, "queue", {
       prefix,
@@ -97,20 +134,42 @@ export class GcpWebhooksStack extends TerraformStack {
       pushServiceAccountId: accounts.ids.push,
     });
     processor.allowInvoker("push", accounts.emails.push);
-    queue.allowPublisher("processor", accounts.emails.processor);
+    queue.allowDeadLetterPublisher("processor", accounts.emails.processor);
 
+    const relayTime = relayTiming(config);
     new RelaySchedule(this, "relay", {
       prefix,
       region,
       config,
       schedulerEmail: accounts.emails.scheduler,
       relay: fnProps("relay", {
-        timeoutSeconds: config.relayTimeoutSeconds,
+        timeoutSeconds: relayTime.timeoutSeconds,
         maxInstances: 1,
-        environment: { WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayBudgetSeconds(config.relayTimeoutSeconds)), GOOGLE_CLOUD_PROJECT: project, WEBHOOKS_TOPIC: topicName },
-        secrets: { DATABASE_URL: database.urlSecret },
+        environment: {
+          WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayTime.budgetSeconds),
+          GOOGLE_CLOUD_PROJECT: project,
+          WEBHOOKS_TOPIC: topicName,
+          WEBHOOKS_DB_POOL_MAX: String(pools.relay),
+          ...databaseTls,
+          ...(config.alertWebhookUrl ? { ALERT_WEBHOOK_URL: config.alertWebhookUrl } : {}),
+        },
+        secrets: { DATABASE_URL: database.urlSecret, ...(alerts ? { ALERT_WEBHOOK_SECRET: alerts.secret } : {}) },
         // All traffic through the connector and Cloud NAT: deliveries leave from the static NAT IP.
         vpc: { connectorId: network.connectorId, egress: "ALL_TRAFFIC" },
+      }),
+    });
+
+    const migrate = new MigrateJob(this, "migrate", {
+      prefix,
+      region,
+      project,
+      schedulerEmail: accounts.emails.scheduler,
+      migrate: fnProps("migrate", {
+        timeoutSeconds: 300,
+        maxInstances: 1,
+        environment: { GOOGLE_CLOUD_PROJECT: project, WEBHOOKS_TOPIC: topicName, WEBHOOKS_DB_POOL_MAX: String(pools.migrate), ...databaseTls },
+        secrets: { DATABASE_ADMIN_URL: database.adminUrlSecret, DATABASE_URL: database.urlSecret },
+        vpc: privateRanges,
       }),
     });
 
@@ -122,18 +181,23 @@ export class GcpWebhooksStack extends TerraformStack {
       ingest: fnProps("ingest", {
         timeoutSeconds: 10,
         maxInstances: 100,
-        environment: { WEBHOOKS_TOPIC: topicName, GOOGLE_CLOUD_PROJECT: project, WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.name },
+        environment: {
+          WEBHOOKS_TOPIC: topicName,
+          GOOGLE_CLOUD_PROJECT: project,
+          WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.name,
+          MAX_INBOUND_BODY_BYTES: String(GCP_MAX_INBOUND_BODY_BYTES),
+        },
         secrets: { PARTNERS: secrets.partnerSecret },
       }),
     });
     queue.allowPublisher("ingest", accounts.emails.ingest);
     claimChecks.allow("ingest", "roles/storage.objectCreator", accounts.emails.ingest);
-    claimChecks.allow("processor", "roles/storage.objectCreator", accounts.emails.processor);
     claimChecks.allow("processor", "roles/storage.objectViewer", accounts.emails.processor);
 
     new Monitoring(this, "observability", { prefix, project, config, deadLetterSubscription: queue.deadLetterSubscription.name });
 
     apis.requiredBy(this);
+    labelResources(this, labels);
 
     new TerraformOutput(this, "ingest_url", { value: ingress.url });
     new TerraformOutput(this, "queue_name", { value: queue.topic.name, description: "Pub/Sub topic" });
@@ -143,5 +207,7 @@ export class GcpWebhooksStack extends TerraformStack {
     new TerraformOutput(this, "database_endpoint", { value: database.privateIp });
     new TerraformOutput(this, "claim_check_bucket", { value: claimChecks.name });
     new TerraformOutput(this, "database_connection_name", { value: database.connectionName });
+    new TerraformOutput(this, "egress_ip", { value: network.egressIp, description: "Cloud NAT static address the relay's deliveries leave from: receivers allow-list it" });
+    new TerraformOutput(this, "migrate_command", { value: migrate.command, description: "Run after every deploy: applies migrations and sets the webhooks_app role (docs/deploy-gcp.md)" });
   }
 }

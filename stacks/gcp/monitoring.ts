@@ -1,11 +1,13 @@
 /**
  * Log retention for the project's default log bucket (functions, gateway, Cloud SQL logs) and
- * an alert when dead-lettered messages wait in the dead-letter subscription. Traces go to Cloud
+ * an alert when dead-lettered messages wait in the dead-letter subscription, mailed to
+ * `alertEmail` through a notification channel when one is configured. Traces go to Cloud
  * Trace (the runtime accounts hold `cloudtrace.agent`).
  */
 import { Construct } from "constructs";
 import { LoggingProjectBucketConfig } from "@cdktf/provider-google/lib/logging-project-bucket-config/index.js";
 import { MonitoringAlertPolicy } from "@cdktf/provider-google/lib/monitoring-alert-policy/index.js";
+import { MonitoringNotificationChannel } from "@cdktf/provider-google/lib/monitoring-notification-channel/index.js";
 import type { StackConfig } from "../config.js";
 
 export class Monitoring extends Construct {
@@ -17,8 +19,17 @@ export class Monitoring extends Construct {
       bucketId: "_Default",
       retentionDays: props.config.logRetentionDays,
     });
+    // Without an address the policy still opens incidents in the console; with one, they are mailed.
+    const email = props.config.alertEmail
+      ? new MonitoringNotificationChannel(this, "email", {
+          displayName: `${props.prefix} dead-letter alerts`,
+          type: "email",
+          labels: { email_address: props.config.alertEmail },
+        })
+      : undefined;
     new MonitoringAlertPolicy(this, "dead-letters", {
       displayName: `${props.prefix} inbound dead letters`,
+      notificationChannels: email ? [email.id] : undefined,
       combiner: "OR",
       documentation: { content: "Inbound webhooks reached the dead-letter topic; inspect and replay them.", mimeType: "text/markdown" },
       conditions: [

@@ -16,6 +16,8 @@ import { VpcAccessConnector } from "@cdktf/provider-google/lib/vpc-access-connec
 export class PrivateNetwork extends Construct {
   readonly networkId: string;
   readonly connectorId: string;
+  /** The Cloud NAT static address (receivers allow-list it). */
+  readonly egressIp: string;
   /** Cloud SQL must wait for the peering. */
   readonly peering: ServiceNetworkingConnection;
 
@@ -56,5 +58,6 @@ export class PrivateNetwork extends Construct {
     });
     this.networkId = network.id;
     this.connectorId = connector.id;
+    this.egressIp = natIp.address;
   }
 }

@@ -13,6 +13,7 @@ import { PubsubTopic } from "@cdktf/provider-google/lib/pubsub-topic/index.js";
 import { PubsubTopicIamMember } from "@cdktf/provider-google/lib/pubsub-topic-iam-member/index.js";
 import { ServiceAccountIamMember } from "@cdktf/provider-google/lib/service-account-iam-member/index.js";
 import type { StackConfig } from "../config.js";
+import { pushDeliveryAttempts, pushRetryPolicy } from "./capacity.js";
 
 const seconds = (days: number) => `${days * 86_400}s`;
 
@@ -52,8 +53,9 @@ export class PubSubQueue extends Construct {
         pushEndpoint: props.pushEndpoint,
         oidcToken: { serviceAccountEmail: props.pushServiceAccountEmail, audience: props.pushEndpoint },
       },
-      retryPolicy: { minimumBackoff: "10s", maximumBackoff: "600s" },
-      deadLetterPolicy: { deadLetterTopic: this.deadLetterTopic.id, maxDeliveryAttempts: config.maxDeliveryAttempts },
+      // A busy processor answers 429 and Pub/Sub counts it as an attempt: see capacity.ts.
+      retryPolicy: pushRetryPolicy,
+      deadLetterPolicy: { deadLetterTopic: this.deadLetterTopic.id, maxDeliveryAttempts: pushDeliveryAttempts(config) },
     });
     this.deadLetterSubscription = new PubsubSubscription(this, "dlq-pull", {
       name: `${props.prefix}-inbound-dlq`,
@@ -84,6 +86,15 @@ export class PubSubQueue extends Construct {
   allowPublisher(who: string, serviceAccountEmail: string): void {
     new PubsubTopicIamMember(this, `${who}-publishes`, {
       topic: this.topic.name,
+      role: "roles/pubsub.publisher",
+      member: `serviceAccount:${serviceAccountEmail}`,
+    });
+  }
+
+  /** Lets one service account publish to the dead-letter topic (the processor, with a `deadLetterReason`). */
+  allowDeadLetterPublisher(who: string, serviceAccountEmail: string): void {
+    new PubsubTopicIamMember(this, `${who}-publishes-dead-letters`, {
+      topic: this.deadLetterTopic.name,
       role: "roles/pubsub.publisher",
       member: `serviceAccount:${serviceAccountEmail}`,
     });

@@ -5,6 +5,7 @@
 import { Construct } from "constructs";
 import { CloudSchedulerJob } from "@cdktf/provider-google/lib/cloud-scheduler-job/index.js";
 import type { StackConfig } from "../config.js";
+import { relayTiming } from "./capacity.js";
 import { CloudRunFunction, type CloudRunFunctionProps } from "./cloudRunFunction.js";
 
 export class RelaySchedule extends Construct {
@@ -19,7 +20,8 @@ export class RelaySchedule extends Construct {
       region: props.region,
       schedule: `*/${props.config.relayIntervalMinutes} * * * *`,
       timeZone: "Etc/UTC",
-      attemptDeadline: `${Math.min(1800, Math.max(15, props.config.relayTimeoutSeconds))}s`,
+      // Scheduler's deadline lies within 15 s..30 min; the relay's timeout is at most the interval.
+      attemptDeadline: `${Math.min(1800, Math.max(15, relayTiming(props.config).timeoutSeconds))}s`,
       // A missed tick is harmless: the next run drains the same outbox.
       retryConfig: { retryCount: 1 },
       httpTarget: {

@@ -1,18 +1,21 @@
 /**
  * A service account per runtime role, each with only the project roles it needs (logs,
- * traces, metrics; Cloud SQL client for the database users). Grants on a single resource (a
- * topic, a secret, a service) are made next to that resource, by the construct that owns it.
+ * traces, metrics). No `roles/cloudsql.client`: the functions dial the instance's private IP
+ * with a password over TLS, which that role plays no part in (it is for the Cloud SQL Auth
+ * Proxy and connectors, which call the SQL Admin API). Grants on a single resource (a topic, a
+ * secret, a service) are made next to that resource, by the construct that owns it.
  */
 import { Construct } from "constructs";
 import { ProjectIamMember } from "@cdktf/provider-google/lib/project-iam-member/index.js";
 import { ServiceAccount } from "@cdktf/provider-google/lib/service-account/index.js";
 
-export type Account = "ingest" | "processor" | "relay" | "build" | "push" | "scheduler" | "gateway";
+export type Account = "ingest" | "processor" | "relay" | "migrate" | "build" | "push" | "scheduler" | "gateway";
 
 const PROJECT_ROLES: Record<Account, string[]> = {
   ingest: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
-  processor: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter", "roles/cloudsql.client"],
-  relay: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter", "roles/cloudsql.client"],
+  processor: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
+  relay: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
+  migrate: ["roles/logging.logWriter"],
   // Cloud Build for the functions' source: write build logs and push the image.
   build: ["roles/logging.logWriter", "roles/artifactregistry.writer"],
   // Identities that only mint OIDC tokens to call one function each: no project role.

@@ -1,4 +1,9 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { REST_MAX_MESSAGE_BYTES } from "../../shared/queue/pubsubPublisher.js";
+import { GCP_MAX_INBOUND_BODY_BYTES } from "../../stacks/gcp/capacity.js";
+import { apisFor } from "../../stacks/gcp/projectApis.js";
 import type { TerraformJson } from "../../stacks/app.js";
 import { allResources, block, references, resourceAt, resourcesOf } from "../../stacks/terraformJson.js";
 import { synthStack, TEST_OVERRIDES } from "./synthFixture.js";
@@ -17,7 +22,10 @@ describe("GCP stack: Pub/Sub", () => {
     const sub = resourceAt(json, "google_pubsub_subscription", "queue/push");
     const policy = block(sub.body.dead_letter_policy);
     expect(references(policy.dead_letter_topic, resourceAt(json, "google_pubsub_topic", "queue/dlq-topic"), "id")).toBe(true);
-    expect(policy.max_delivery_attempts).toBe(TEST_OVERRIDES.maxDeliveryAttempts);
+    // At least maxDeliveryAttempts (7 here), raised to cover gcpPushRetryMinutes (30) at 60 s apiece (see #14 below).
+    expect(policy.max_delivery_attempts).toBe(31);
+    const many = resourceAt(synthStack("gcp", { maxDeliveryAttempts: 50 }), "google_pubsub_subscription", "queue/push");
+    expect(block(many.body.dead_letter_policy).max_delivery_attempts).toBe(50);
     expect(sub.body.message_retention_duration).toBe(`${TEST_OVERRIDES.queueRetentionDays * 86_400}s`);
   });
 
@@ -96,7 +104,7 @@ describe("GCP stack: functions, schedule, secrets, identities", () => {
   });
 
   it("calls the relay from Cloud Scheduler with OIDC, and routes its egress through the connector and NAT", () => {
-    const job = resourcesOf(json, "google_cloud_scheduler_job")[0]!.body;
+    const job = resourceAt(json, "google_cloud_scheduler_job", "relay/job").body;
     const target = block(job.http_target);
     expect(references(target.uri, fn("relay"), "service_config[0].uri")).toBe(true);
     expect(references(block(target.oidc_token).service_account_email, resourceAt(json, "google_service_account", "identities/scheduler"), "email")).toBe(true);
@@ -108,7 +116,8 @@ describe("GCP stack: functions, schedule, secrets, identities", () => {
   it("grants secret access per secret and per account, and no owner/editor role", () => {
     const accessors = resourcesOf(json, "google_secret_manager_secret_iam_member");
     expect(accessors.every((a) => a.body.role === "roles/secretmanager.secretAccessor")).toBe(true);
-    expect(accessors).toHaveLength(4);
+    // ingest: partners; processor: app URL, partners; relay: app URL; migrate: admin URL, app URL.
+    expect(accessors).toHaveLength(6);
     for (const m of resourcesOf(json, "google_project_iam_member")) expect(m.body.role).not.toMatch(/roles\/(owner|editor|.*admin)$/i);
   });
 });
@@ -146,7 +155,7 @@ describe("GCP stack: ingress, observability, outputs", () => {
   it("builds one construct per component", () => {
     const components = new Set(allResources(json).map((r) => r.component));
     expect([...components].sort()).toEqual(
-      ["apis", "claim-checks", "database", "hosting", "identities", "ingress", "network", "observability", "queue", "relay", "secrets", "workers"],
+      ["apis", "claim-checks", "database", "hosting", "identities", "ingress", "migrate", "network", "observability", "queue", "relay", "secrets", "workers"],
     );
   });
 });
@@ -160,3 +169,216 @@ describe("GCP stack: deploy order", () => {
     expect(deps("ingest").some((d) => d.startsWith("google_secret_manager_secret_version.secrets_partner"))).toBe(true);
   });
 });
+
+// ---- Issue 12: each GCP defect, a test that failed on the code before the fix ----
+
+const env = (id: string) => (block(fn(id).body.service_config).environment_variables ?? {}) as Record<string, string>;
+const secretEnv = (id: string) => (block(fn(id).body.service_config).secret_environment_variables ?? []) as { key: string; secret: string }[];
+const secretOf = (id: string, key: string) => {
+  const ref = secretEnv(id).find((s) => s.key === key)?.secret;
+  return allResources(json).find((r) => r.type === "google_secret_manager_secret" && ref?.includes(`${r.type}.${r.name}.`));
+};
+const versionOf = (secret: { type: string; name: string }) =>
+  resourcesOf(json, "google_secret_manager_secret_version").find((v) => String(v.body.secret).includes(`${secret.type}.${secret.name}.`));
+FUNCTION_PATHS.migrate = "migrate/migrate";
+
+describe("GCP #3: database TLS is verify-ca against the instance's server CA, never sslmode in the URL", () => {
+  it("gives every database function the TLS mode and the CA of this instance as plain settings", () => {
+    const instance = resourcesOf(json, "google_sql_database_instance")[0]!;
+    for (const id of ["workers", "relay", "migrate"]) {
+      expect(env(id).WEBHOOKS_DATABASE_TLS).toBe("verify-ca");
+      expect(references(env(id).WEBHOOKS_DATABASE_CA_CERT, instance, "server_ca_cert[0].cert")).toBe(true);
+    }
+  });
+
+  it("writes database URLs without sslmode (or any TLS parameter)", () => {
+    const urls = resourcesOf(json, "google_secret_manager_secret_version").map((v) => String(v.body.secret_data)).filter((d) => d.startsWith("postgres://"));
+    expect(urls).toHaveLength(2);
+    for (const url of urls) expect(url).not.toMatch(/[?&]ssl/);
+  });
+});
+
+describe("GCP #5: resources wait for the APIs they need, IAM included", () => {
+  it("covers every resource type of the stack by a NEEDS prefix or the list of types that need none", () => {
+    const uncovered = [...new Set(allResources(json).map((r) => r.type))].filter((type) => apisFor(type) === undefined);
+    expect(uncovered).toEqual([]);
+  });
+
+  it("makes service accounts and IAM grants wait for iam.googleapis.com", () => {
+    for (const type of ["google_service_account", "google_service_account_iam_member", "google_project_iam_member"]) {
+      for (const r of resourcesOf(json, type)) expect((r.body.depends_on as string[]).some((d) => d.startsWith("google_project_service.apis_iam_"))).toBe(true);
+    }
+    const enabled = resourcesOf(json, "google_project_service").map((s) => s.body.service);
+    expect(enabled).toEqual(expect.arrayContaining(["iam.googleapis.com", "iamcredentials.googleapis.com", "cloudresourcemanager.googleapis.com"]));
+  });
+
+  it("makes every resource depend on each API its type needs", () => {
+    for (const r of allResources(json)) {
+      for (const api of apisFor(r.type) ?? []) expect((r.body.depends_on as string[] | undefined)?.some((d) => d.startsWith(`google_project_service.apis_${api}_`)), `${r.path} waits for ${api}`).toBe(true);
+    }
+  });
+});
+
+describe("GCP #7: dead letters alert someone", () => {
+  const withAlerts = () => synthStack("gcp", { alertEmail: "ops@example.com", alertWebhookUrl: "https://alerts.example.com/hooks" });
+
+  it("attaches an e-mail notification channel to the dead-letter alert policy", () => {
+    const j = withAlerts();
+    const channel = resourcesOf(j, "google_monitoring_notification_channel")[0]!;
+    expect(channel.body.type).toBe("email");
+    expect(block(channel.body.labels).email_address).toBe("ops@example.com");
+    const policy = resourcesOf(j, "google_monitoring_alert_policy")[0]!;
+    expect(policy.body.notification_channels).toEqual([expect.stringContaining(`${channel.type}.${channel.name}.id`)]);
+  });
+
+  it("gives the relay ALERT_WEBHOOK_URL and the alert signing secret from Secret Manager", () => {
+    const j = withAlerts();
+    const relay = resourceAt(j, "google_cloudfunctions2_function", "relay/relay/function");
+    const service = block(relay.body.service_config);
+    expect((service.environment_variables as Record<string, string>).ALERT_WEBHOOK_URL).toBe("https://alerts.example.com/hooks");
+    const mounted = (service.secret_environment_variables as { key: string; secret: string }[]).find((s) => s.key === "ALERT_WEBHOOK_SECRET");
+    const secret = resourceAt(j, "google_secret_manager_secret", "secrets/alert-webhook-secret");
+    expect(secret.body.secret_id).toBe("hooktest-alert-webhook-secret");
+    expect(references(mounted?.secret, secret, "secret_id")).toBe(true);
+  });
+
+  it("without alert settings, builds no channel and sets no alert destination", () => {
+    expect(resourcesOf(json, "google_monitoring_notification_channel")).toHaveLength(0);
+    expect(env("relay").ALERT_WEBHOOK_URL).toBeUndefined();
+  });
+});
+
+describe("GCP #8: functions connect as the application role; only migrate holds the owner's URL", () => {
+  it("puts the application role's URL in the functions' secret and the admin URL in migrate's alone", () => {
+    const app = secretOf("workers", "DATABASE_URL")!;
+    expect(String(versionOf(app)?.body.secret_data)).toMatch(/^postgres:\/\/webhooks_app:\$\{urlencode\(var\.db_app_password\)\}@/);
+    expect(secretOf("relay", "DATABASE_URL")?.name).toBe(app.name);
+    const admin = secretOf("migrate", "DATABASE_ADMIN_URL")!;
+    expect(String(versionOf(admin)?.body.secret_data)).toMatch(/^postgres:\/\/webhooks_admin:/);
+    for (const id of ["ingest", "workers", "relay"]) expect(secretEnv(id).map((s) => s.key)).not.toContain("DATABASE_ADMIN_URL");
+    const adminReaders = resourcesOf(json, "google_secret_manager_secret_iam_member").filter((m) => String(m.body.secret_id).includes(`${admin.type}.${admin.name}.`));
+    expect(adminReaders.map((m) => m.body.member)).toEqual([expect.stringContaining("identities_migrate")]);
+    expect(block(fn("migrate").body.build_config).entry_point).toBe("migrate");
+  });
+
+  it("takes the app password from a sensitive variable and creates no Cloud SQL user for it (Cloud SQL users are cloudsqlsuperuser)", () => {
+    const variable = (json.variable as Record<string, { sensitive?: boolean }>).db_app_password;
+    expect(variable?.sensitive).toBe(true);
+    expect(resourcesOf(json, "google_sql_user").map((u) => u.body.name)).toEqual(["webhooks_admin"]);
+  });
+
+  it("runs migrate from a Cloud Scheduler job the deploy triggers, as the scheduler account holding run.invoker on it", () => {
+    const job = resourceAt(json, "google_cloud_scheduler_job", "migrate/job");
+    expect(job.body.name).toBe("hooktest-migrate");
+    const target = block(job.body.http_target);
+    expect(references(target.uri, fn("migrate"), "service_config[0].uri")).toBe(true);
+    expect(references(block(target.oidc_token).service_account_email, resourceAt(json, "google_service_account", "identities/scheduler"), "email")).toBe(true);
+    expect(resourceAt(json, "google_cloud_run_v2_service_iam_member", "migrate/migrate/invoker-scheduler").body.role).toBe("roles/run.invoker");
+    expect(String((json.output as Record<string, { value: string }>).migrate_command?.value)).toMatch(/^gcloud scheduler jobs run hooktest-migrate --location=europe-west1 --project=hooks-test-project$/);
+  });
+});
+
+describe("GCP #11: no unused grants", () => {
+  it("gives the processor read on the claim-check bucket only", () => {
+    const grants = resourcesOf(json, "google_storage_bucket_iam_member").filter((m) => String(m.body.member).includes("identities_processor"));
+    expect(grants.map((g) => g.body.role)).toEqual(["roles/storage.objectViewer"]);
+  });
+
+  it("grants roles/cloudsql.client to no one (the functions dial the private IP, not the Admin API)", () => {
+    expect(resourcesOf(json, "google_project_iam_member").map((m) => m.body.role)).not.toContain("roles/cloudsql.client");
+  });
+});
+
+describe("GCP #12: ingest accepts bodies up to GCP's documented request limit", () => {
+  it("sets MAX_INBOUND_BODY_BYTES on ingest above the 256 KiB queue default, under 32 MB", () => {
+    const limit = Number(env("ingest").MAX_INBOUND_BODY_BYTES);
+    expect(limit).toBe(GCP_MAX_INBOUND_BODY_BYTES);
+    expect(limit).toBeGreaterThan(REST_MAX_MESSAGE_BYTES);
+    expect(limit).toBeLessThan(32_000_000 - 60_000);
+  });
+});
+
+describe("GCP #14: a burst is served concurrently and throttled pushes do not dead-letter unrun messages", () => {
+  it("serves several requests per processor instance, with a pool to match", () => {
+    const service = block(fn("workers").body.service_config);
+    expect(service.max_instance_request_concurrency).toBe(10);
+    expect(env("workers").WEBHOOKS_DB_POOL_MAX).toBe("10");
+    expect(block(synthStackFn({ gcpProcessorRequestConcurrency: 4 }).body.service_config).max_instance_request_concurrency).toBe(4);
+  });
+
+  it("keeps retrying a refused push for gcpPushRetryMinutes before dead-lettering, counting the minimum backoff only", () => {
+    const sub = resourceAt(json, "google_pubsub_subscription", "queue/push").body;
+    const attempts = block(sub.dead_letter_policy).max_delivery_attempts as number;
+    const minBackoff = parseInt(String(block(sub.retry_policy).minimum_backoff), 10);
+    expect((attempts - 1) * minBackoff).toBeGreaterThanOrEqual(30 * 60);
+    expect(env("workers").WEBHOOKS_MAX_DELIVERY_ATTEMPTS).toBe(String(attempts));
+  });
+
+  it("sets Cloud SQL max_connections and refuses a stack whose pools would exceed it", () => {
+    const flags = block(resourcesOf(json, "google_sql_database_instance")[0]!.body.settings).database_flags as { name: string; value: string }[];
+    expect(flags).toContainEqual({ name: "max_connections", value: "100" });
+    expect(() => synthStack("gcp", { processorConcurrency: 10, gcpProcessorRequestConcurrency: 20 })).toThrow(/over cloudSqlMaxConnections 100/);
+  });
+});
+
+describe("GCP #15: a relay run ends before the next tick", () => {
+  it.each([
+    [1, 120], [1, 30], [1, 60], [2, 120], [2, 300], [5, 900], [15, 120], [60, 900],
+  ])("interval %i min, relayTimeoutSeconds %i", (relayIntervalMinutes, relayTimeoutSeconds) => {
+    const j = synthStack("gcp", { relayIntervalMinutes, relayTimeoutSeconds });
+    const relay = resourceAt(j, "google_cloudfunctions2_function", "relay/relay/function");
+    const service = block(relay.body.service_config);
+    const budget = Number((service.environment_variables as Record<string, string>).WEBHOOKS_RELAY_BUDGET_SECONDS);
+    const timeout = service.timeout_seconds as number;
+    expect(service.max_instance_count).toBe(1);
+    expect(timeout).toBeLessThanOrEqual(relayIntervalMinutes * 60);
+    expect(timeout).toBeLessThanOrEqual(relayTimeoutSeconds);
+    expect(budget).toBeLessThan(timeout);
+    // The run, its cleanup and a cold start fit before the next tick.
+    expect(budget + 15).toBeLessThanOrEqual(relayIntervalMinutes * 60);
+    const job = resourceAt(j, "google_cloud_scheduler_job", "relay/job").body;
+    expect(job.attempt_deadline).toBe(`${Math.max(15, timeout)}s`);
+  });
+});
+
+describe("GCP #17: the processor dead-letters with a reason", () => {
+  it("tells the processor the dead-letter topic and lets it publish there", () => {
+    const dlq = resourceAt(json, "google_pubsub_topic", "queue/dlq-topic");
+    expect(env("workers").WEBHOOKS_DEAD_LETTER_TOPIC).toBe(dlq.body.name);
+    const publishers = resourcesOf(json, "google_pubsub_topic_iam_member").filter((m) => references(m.body.topic, dlq, "name"));
+    expect(publishers.map((p) => p.body.member)).toEqual(expect.arrayContaining([expect.stringContaining("identities_processor")]));
+  });
+});
+
+describe("GCP #18: egress IP output and labels", () => {
+  it("outputs the Cloud NAT static address", () => {
+    const nat = resourceAt(json, "google_compute_address", "network/nat-ip");
+    expect(references((json.output as Record<string, { value: string }>).egress_ip?.value, nat, "address")).toBe(true);
+  });
+
+  it("labels every resource whose type takes labels (read from the provider's generated schema)", () => {
+    const want = { app: "multicloud-webhooks", stack: "webhooks-gcp" };
+    const checked: string[] = [];
+    for (const r of allResources(json)) {
+      const args = labelArguments(r.type, r.body.provider === "google-beta");
+      if (args.has("labels")) expect(r.body.labels, r.path).toMatchObject(want);
+      else if (args.has("userLabels")) expect(r.body.user_labels, r.path).toMatchObject(want);
+      else continue;
+      checked.push(r.type);
+    }
+    expect(new Set(checked).size).toBeGreaterThan(8);
+    expect(block(resourcesOf(json, "google_sql_database_instance")[0]!.body.settings).user_labels).toMatchObject(want);
+  });
+});
+
+/** The arguments of a resource type's generated Config interface that carry labels. */
+function labelArguments(type: string, beta: boolean): Set<string> {
+  const dir = beta ? type.replace(/_/g, "-") : type.replace(/^google_/, "").replace(/_/g, "-");
+  const dts = readFileSync(fileURLToPath(new URL(`../../node_modules/@cdktf/${beta ? "provider-google-beta" : "provider-google"}/lib/${dir}/index.d.ts`, import.meta.url)), "utf8");
+  const config = /export interface \w+Config extends cdktf\.TerraformMetaArguments \{([^]*?)\n\}/.exec(dts)?.[1] ?? "";
+  return new Set([...config.matchAll(/readonly (labels|userLabels)\?:/g)].map((m) => m[1]!));
+}
+
+function synthStackFn(extra: Record<string, unknown>) {
+  return resourceAt(synthStack("gcp", extra), "google_cloudfunctions2_function", "workers/function");
+}

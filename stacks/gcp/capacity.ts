@@ -1,0 +1,66 @@
+/**
+ * The numbers the GCP stack derives from the configuration, in one place so the stack, its tests
+ * and docs/clouds.md agree: how much the processor serves at once and what that costs in database
+ * connections, how long Pub/Sub keeps retrying a refused push, how long a relay run may last, and
+ * how large an inbound body may be.
+ */
+import { relayBudgetSeconds, type StackConfig, StackConfigError } from "../config.js";
+
+/**
+ * Largest inbound body the ingest function accepts. API Gateway takes requests of 32 megabytes
+ * (headers up to 60 KB), Cloud Run 32 MiB over HTTP/1, the Functions Framework parses 32 MB:
+ * 30 MiB stays under all three whichever megabyte is meant. Bodies over what one publish carries
+ * (7.5 MB, see shared/queue/pubsubPublisher.ts) go by claim-check.
+ */
+export const GCP_MAX_INBOUND_BODY_BYTES = 30 * 1024 * 1024;
+
+/** Minimum backoff between two pushes of a refused message (the maximum is 600 s). */
+export const PUSH_MIN_BACKOFF_SECONDS = 60;
+const PUSH_MAX_BACKOFF_SECONDS = 600;
+
+/**
+ * Pub/Sub counts every refused push as a delivery attempt, a 429 from a processor that was busy
+ * included. Pub/Sub documents its backoff as exponential between the minimum and the maximum but
+ * not the factor, so this counts the minimum only: `attempts - 1` waits of at least 60 s cover
+ * `gcpPushRetryMinutes`, whatever the growth. Never below `maxDeliveryAttempts`, at most 100
+ * (Pub/Sub's limit).
+ */
+export function pushDeliveryAttempts(config: StackConfig): number {
+  const cover = 1 + Math.ceil((config.gcpPushRetryMinutes * 60) / PUSH_MIN_BACKOFF_SECONDS);
+  return Math.min(100, Math.max(config.maxDeliveryAttempts, cover));
+}
+
+export const pushRetryPolicy = { minimumBackoff: `${PUSH_MIN_BACKOFF_SECONDS}s`, maximumBackoff: `${PUSH_MAX_BACKOFF_SECONDS}s` };
+
+/** Connections each function's pool may open. */
+export function poolSizes(config: StackConfig): { processor: number; relay: number; migrate: number } {
+  return { processor: config.gcpProcessorRequestConcurrency, relay: 2, migrate: 1 };
+}
+
+/** Connections Cloud SQL keeps for its own maintenance and superusers (`superuser_reserved_connections` and cloudsqladmin). */
+const RESERVED_CONNECTIONS = 10;
+
+/** Every pool at its largest, at once; throws StackConfigError when that exceeds `cloudSqlMaxConnections`. */
+export function checkConnectionBudget(config: StackConfig): number {
+  const pools = poolSizes(config);
+  const total = config.processorConcurrency * pools.processor + pools.relay + pools.migrate;
+  if (total + RESERVED_CONNECTIONS > config.cloudSqlMaxConnections) {
+    throw new StackConfigError(
+      `GCP: ${config.processorConcurrency} processor instances × ${pools.processor} connections + relay ${pools.relay} + migrate ${pools.migrate} = ${total} ` +
+        `connections, over cloudSqlMaxConnections ${config.cloudSqlMaxConnections} less ${RESERVED_CONNECTIONS} reserved. ` +
+        "Lower processorConcurrency or gcpProcessorRequestConcurrency, or raise cloudSqlMaxConnections (with a tier that has the memory for it).",
+    );
+  }
+  return total;
+}
+
+/**
+ * The relay runs on one instance serving one request, so a tick arriving while the previous run
+ * still works is refused (429). Its Cloud Run timeout is at most the schedule interval, and its
+ * drain budget leaves the usual margin inside that: a run ends before the next tick.
+ */
+export function relayTiming(config: StackConfig): { timeoutSeconds: number; budgetSeconds: number; intervalSeconds: number } {
+  const intervalSeconds = config.relayIntervalMinutes * 60;
+  const timeoutSeconds = Math.min(config.relayTimeoutSeconds, intervalSeconds);
+  return { timeoutSeconds, budgetSeconds: relayBudgetSeconds(timeoutSeconds), intervalSeconds };
+}

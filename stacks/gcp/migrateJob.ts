@@ -1,0 +1,40 @@
+/**
+ * The migrate step: a Cloud Run function (`functions/gcp/migrate.ts`), the only one given the
+ * owner's database URL, that applies the migrations and makes the application role
+ * (`prepareDatabase`), and a Cloud Scheduler job that calls it with an OIDC token of the
+ * scheduler account. The deploy runs the job once after `cdktf deploy` (the `migrate_command`
+ * output); its daily schedule is a backstop for a deploy whose post-step did not run, and costs
+ * one idempotent run a day. Nothing inside Terraform can call a function after it is deployed
+ * without another provider, so the trigger lives in the deploy script.
+ */
+import { Construct } from "constructs";
+import { CloudSchedulerJob } from "@cdktf/provider-google/lib/cloud-scheduler-job/index.js";
+import { CloudRunFunction, type CloudRunFunctionProps } from "./cloudRunFunction.js";
+
+export class MigrateJob extends Construct {
+  readonly migrate: CloudRunFunction;
+  /** What the deploy runs after `cdktf deploy`. */
+  readonly command: string;
+
+  constructor(scope: Construct, id: string, props: { prefix: string; region: string; project: string; migrate: CloudRunFunctionProps; schedulerEmail: string }) {
+    super(scope, id);
+    this.migrate = new CloudRunFunction(this, "migrate", props.migrate);
+    const invoker = this.migrate.allowInvoker("scheduler", props.schedulerEmail);
+    const name = `${props.prefix}-migrate`;
+    new CloudSchedulerJob(this, "job", {
+      name,
+      region: props.region,
+      schedule: "17 3 * * *",
+      timeZone: "Etc/UTC",
+      attemptDeadline: `${Math.max(15, props.migrate.timeoutSeconds)}s`,
+      retryConfig: { retryCount: 2, minBackoffDuration: "30s" },
+      httpTarget: {
+        uri: this.migrate.uri,
+        httpMethod: "POST",
+        oidcToken: { serviceAccountEmail: props.schedulerEmail, audience: this.migrate.uri },
+      },
+      dependsOn: [invoker],
+    });
+    this.command = `gcloud scheduler jobs run ${name} --location=${props.region} --project=${props.project}`;
+  }
+}
