@@ -1,6 +1,8 @@
 /**
  * AWS ingest: API Gateway (HTTP API payload 2.0, or REST proxy 1.0) → verify → SQS → 202.
- * Translate the event, call the core, translate back; nothing else lives here.
+ * Translate the event, call the core, translate back; nothing else lives here. Bodies up to
+ * MAX_INBOUND_BODY_BYTES (the stack sets 4 MiB, under Lambda's 6 MB invocation payload) are
+ * accepted; those above the queue's limit travel by claim-check through S3.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from "aws-lambda";
 import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud/acceptWebhook.js";
@@ -38,7 +40,7 @@ export async function handleIngest(runtime: AwsRuntime, event: ProxyEvent): Prom
   }
   const targets = async () => ({ queue: await runtime.queue(), objectStore: runtime.objectStore });
   const answer = await acceptWebhook(
-    { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
+    { partners, targets, maxBodyBytes: runtime.tuning.MAX_INBOUND_BODY_BYTES, logger: runtime.logger },
     partner, headersOf(event), rawBody,
   );
   return { statusCode: answer.status, headers: answer.headers, body: JSON.stringify(answer.body) };

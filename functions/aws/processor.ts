@@ -1,8 +1,16 @@
 /**
  * AWS processor: SQS event source mapping (ReportBatchItemFailures) → inbox → reconciler.
  * Native settlement: a record in `batchItemFailures` stays on the queue and comes back after its
- * visibility timeout; after maxReceiveCount the redrive policy moves it to the DLQ. A deferral
- * sets the record's visibility to the entry's next attempt (≤ 12 h) before failing it.
+ * visibility timeout; after maxReceiveCount the redrive policy moves it to the DLQ. That count is
+ * for failures only: a deferral (the event came before its prerequisite) must not use it up, so a
+ * deferred message is re-sent as a new message with `DelaySeconds` (at most SQS's 15 minutes) and
+ * the original acked; a new message starts at receive count 1. Copy first, then ack: a crash in
+ * between leaves two copies, which the inbox de-duplicates.
+ *
+ * Where SQS cannot hold the wait (beyond 15 minutes), and in direct-ingress mode (a copy would be
+ * verified again, and its signature timestamp would be older than the partner's tolerance by
+ * then), the message is acked and the inbox keeps the schedule: the entry stays `deferred` with
+ * its next attempt time, and the scheduled relay runs it when due (at most one relay interval late).
  */
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { processInbound, type Verdict } from "../../shared/cloud/processInbound.js";
@@ -12,25 +20,31 @@ import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
 import { queueAndClaimChecks } from "./clients.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
+/** SQS's longest `DelaySeconds` on a send. */
+export const MAX_SEND_DELAY_SECONDS = 900;
+
 /** A record that must come back later: SQS redelivers what the batch response lists. */
 class RetryLater extends Error {
   override name = "RetryLater";
 }
 
 export async function settleOnSqs(runtime: AwsRuntime, message: ReceivedMessage, verdict: Verdict): Promise<void> {
-  const queue = await runtime.queue();
   switch (verdict.action) {
     case "ack":
       return; // the event source mapping deletes it
     case "deadLetter":
       runtime.logger.error({ messageId: message.id, reason: verdict.reason }, "message dead-lettered");
-      await queue.deadLetter(message, verdict.reason);
+      await (await runtime.queue()).deadLetter(message, verdict.reason);
       return;
     case "retry": {
-      const outcome = await queue.retryAfter(message, verdict.delaySeconds);
-      // Beyond SQS's 12 h the inbox keeps the schedule and the scheduled relay picks the entry up.
-      if (!outcome.scheduled) return;
-      throw new RetryLater(`${verdict.reason}; visible again in ${verdict.delaySeconds} s`);
+      const direct = runtime.settings.WEBHOOKS_VERIFY_IN_PROCESSOR === "true";
+      if (direct || verdict.delaySeconds > MAX_SEND_DELAY_SECONDS) {
+        runtime.logger.info({ messageId: message.id, inboxId: verdict.inboxId, delaySeconds: verdict.delaySeconds }, "deferred: the inbox keeps the schedule, the relay runs the entry when due");
+        return;
+      }
+      await (await runtime.queue()).send({ body: message.body, attributes: message.attributes, delaySeconds: verdict.delaySeconds });
+      runtime.logger.info({ messageId: message.id, inboxId: verdict.inboxId, delaySeconds: verdict.delaySeconds }, "deferred: re-sent with a delay, original acked");
+      return;
     }
     case "fail":
       throw new RetryLater(verdict.reason);
@@ -40,8 +54,9 @@ export async function settleOnSqs(runtime: AwsRuntime, message: ReceivedMessage,
 export async function handleProcessor(runtime: AwsRuntime, event: SQSEvent): Promise<SQSBatchResponse> {
   const db = await runtime.database();
   const processor = inboxProcessorFor(db, runtime.tuning, runtime.logger);
+  // Direct ingress: the SQS message limit (the queue's 256 KiB) bounds the body before this does.
   const verifyWith = runtime.settings.WEBHOOKS_VERIFY_IN_PROCESSOR === "true"
-    ? { partners: await runtime.partners(), maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES }
+    ? { partners: await runtime.partners(), maxBodyBytes: runtime.tuning.MAX_INBOUND_BODY_BYTES }
     : undefined;
   return handleSqsEvent(event, async (message) => {
     const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore, verifyWith }, message);

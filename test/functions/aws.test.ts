@@ -15,6 +15,8 @@ import { handleIngest } from "../../functions/aws/ingest.js";
 import { handleProcessor } from "../../functions/aws/processor.js";
 import { queueAndClaimChecks } from "../../functions/aws/clients.js";
 import { createAwsRuntime, type AwsRuntime } from "../../functions/aws/runtime.js";
+import { migrate } from "../../shared/db/migrate.js";
+import { openPostgres } from "../../shared/db/postgres.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 import { pollOnce } from "../support/sqsEventSource.js";
@@ -28,6 +30,9 @@ let queueUrl: string;
 let queueArn: string;
 let dlqUrl: string;
 let dropDatabase: (() => Promise<void>) | undefined;
+let runtimeEnv: Record<string, string | undefined>;
+/** The test process's environment without WEBHOOKS_* names (the functions refuse names they do not know). */
+const baseEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("WEBHOOKS_")));
 
 function apiEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
   return {
@@ -48,8 +53,9 @@ function apiEvent(partner: string, delivery: { headers: Record<string, string>; 
 }
 
 const depth = async (url: string) => {
-  const r = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"] }));
-  return Number(r.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(r.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  const names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"] as const;
+  const r = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...names] }));
+  return names.reduce((sum, name) => sum + Number(r.Attributes?.[name] ?? 0), 0);
 };
 const processBatch = () => pollOnce(sqs, queueUrl, queueArn, (event) => handleProcessor(runtime, event));
 
@@ -76,17 +82,24 @@ beforeAll(async () => {
   const secret = await new SecretsManagerClient(MOTO_CLIENT_CONFIG).send(new CreateSecretCommand({ Name: `fn-partners-${suffix}`, SecretString: PARTNERS_JSON }));
   const database = await createServerDatabase();
   dropDatabase = database.drop;
-  runtime = createAwsRuntime({
-    ...process.env,
+  // The deploy's migrate step (the functions never run DDL); here as the test database's owner.
+  const owner = openPostgres({ connectionString: database.url, max: 1 });
+  await migrate(owner);
+  await owner.close();
+  runtimeEnv = {
+    ...baseEnv(),
     WEBHOOKS_QUEUE_URL: queueUrl,
     WEBHOOKS_DEAD_LETTER_QUEUE_URL: dlqUrl,
     WEBHOOKS_PARTNER_SECRETS_ARN: secret.ARN!,
     WEBHOOKS_DATABASE_URL: database.url,
+    WEBHOOKS_DATABASE_TLS: "disable",
     WEBHOOKS_CLAIM_CHECK_BUCKET: bucket,
-    MAX_PAYLOAD_BYTES: String(1024 * 1024),
+    // As the stack sets it on ingest: bodies above the queue's 256 KiB go by claim-check.
+    MAX_INBOUND_BODY_BYTES: String(4 * 1024 * 1024),
     INBOX_DEFER_DELAY_SECONDS: "1",
     LOG_LEVEL: "silent",
-  }, queueAndClaimChecks);
+  };
+  runtime = createAwsRuntime(runtimeEnv, queueAndClaimChecks);
 }, 60_000);
 
 afterAll(async () => {
@@ -112,7 +125,8 @@ describe("AWS functions on moto and PostgreSQL", () => {
     const order = `o-late-${suffix}`;
     expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(`evt_paid_${suffix}`, orderEvent(order, "order.paid"))))).statusCode).toBe(202);
     const first = await eventually("the paid event to be received", async () => { const r = await processBatch(); return r.records > 0 && r; });
-    expect(first.failed).toHaveLength(1); // deferred: left on the queue with a new visibility
+    expect(first.failed).toHaveLength(0); // deferred: acked, and a copy sent with DelaySeconds
+    expect(await depth(queueUrl)).toBe(1);
     const db = await runtime.database();
     expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("deferred");
     expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(`evt_new_${suffix}`, orderEvent(order, "order.created"))))).statusCode).toBe(202);
@@ -120,10 +134,49 @@ describe("AWS functions on moto and PostgreSQL", () => {
     expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("processed");
   });
 
+  it("a deferral repeated more times than maxReceiveCount never reaches the DLQ (issue 12 #6)", async (t) => {
+    if (skip) return t.skip();
+    const order = `o-waiting-${suffix}`;
+    const eventId = `evt_waiting_${suffix}`;
+    expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(eventId, orderEvent(order, "order.paid"))))).statusCode).toBe(202);
+    const db = await runtime.database();
+    // maxReceiveCount is 3 on this queue: five deferrals would have dead-lettered it when each used a receive.
+    let receives = 0;
+    await eventually("five deferrals", async () => {
+      const r = await processBatch();
+      expect(r.failed).toEqual([]);
+      receives += r.records;
+      return receives >= 5;
+    }, 30_000);
+    expect(await depth(dlqUrl)).toBe(0);
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "deferred" });
+    expect(await depth(queueUrl)).toBe(1); // the next copy, waiting out its delay
+    expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(`evt_create_${suffix}`, orderEvent(order, "order.created"))))).statusCode).toBe(202);
+    await eventually("the waiting event to apply", async () => { await processBatch(); return (await orderState(db, order)) === "paid"; });
+    expect(await depth(dlqUrl)).toBe(0);
+  });
+
+  it("a deferral longer than SQS's 15-minute delay is acked and left to the inbox and the relay", async (t) => {
+    if (skip) return t.skip();
+    const slow = createAwsRuntime({ ...runtimeEnv, INBOX_DEFER_DELAY_SECONDS: "1200" }, queueAndClaimChecks);
+    const eventId = `evt_later_${suffix}`;
+    expect((await handleIngest(slow, apiEvent("shop", signedDelivery(eventId, orderEvent(`o-later-${suffix}`, "order.paid"))))).statusCode).toBe(202);
+    const r = await eventually("the event to be received", async () => { const b = await pollOnce(sqs, queueUrl, queueArn, (e) => handleProcessor(slow, e)); return b.records > 0 && b; });
+    expect(r.failed).toEqual([]);
+    expect(await depth(queueUrl)).toBe(0);
+    expect(await depth(dlqUrl)).toBe(0);
+    const db = await slow.database();
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "deferred" });
+    const next = await db.query<{ s: number }>("SELECT extract(epoch FROM next_attempt_at - now())::int AS s FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
+    expect(next.rows[0]!.s).toBeGreaterThan(900);
+    await db.close();
+  });
+
   it("a payload over the SQS limit travels by claim-check through S3", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_big_${suffix}`;
-    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(300 * 1024) });
+    // Above MAX_PAYLOAD_BYTES (256 KiB, what ingest refused before issue 12 #12), under MAX_INBOUND_BODY_BYTES.
+    const body = orderEvent(`o-big-${suffix}`, "order.created", { note: "x".repeat(1024 * 1024) });
     const answer = await handleIngest(runtime, apiEvent("shop", signedDelivery(eventId, body)));
     expect(answer.statusCode).toBe(202);
     expect(JSON.parse(answer.body)).toMatchObject({ claimCheck: true });
@@ -175,8 +228,11 @@ describe("AWS functions on moto and PostgreSQL", () => {
 });
 
 describe("AWS cold start", () => {
-  it("names every missing setting", () => {
-    expect(() => createAwsRuntime({})).toThrow(/WEBHOOKS_QUEUE_URL is not set/);
+  it("names a bad setting, and refuses a setting it does not know", async () => {
     expect(() => createAwsRuntime({ WEBHOOKS_QUEUE_URL: "not a url" })).toThrow(/WEBHOOKS_QUEUE_URL: /);
+    expect(() => createAwsRuntime({ WEBHOOKS_DATABASE_SSL: "verify-full" })).toThrow(/does not know WEBHOOKS_DATABASE_SSL/);
+    expect(() => createAwsRuntime({ WEBHOOKS_DATABASE_TLS: "require" })).toThrow(/WEBHOOKS_DATABASE_TLS/);
+    await expect(createAwsRuntime({}).database()).rejects.toThrow(/WEBHOOKS_DATABASE_USER/);
+    await expect(createAwsRuntime({}, queueAndClaimChecks).queue()).rejects.toThrow(/WEBHOOKS_QUEUE_URL/);
   });
 });
