@@ -10,6 +10,7 @@ import type { ObjectStore } from "../objectStore/port.js";
 import type { QueueAdapter } from "../queue/port.js";
 import { messageBytes } from "../queue/validate.js";
 import { claimCheckMessage, inlineMessage } from "./inboundMessage.js";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 /** Where a verified event goes: the queue, and where payloads above its limit go (without one, 413). */
 export interface AcceptTargets {
@@ -79,7 +80,7 @@ export async function acceptWebhook(deps: AcceptDeps, partnerName: string, heade
     }
     await queue.send(message);
   } catch (error) {
-    deps.logger?.warn({ err: error, partner: event.partner, eventId: event.eventId }, "inbound event not queued; answered 503");
+    failuresOf(deps.logger).record("ingest:queue_unavailable", "warn", { err: error, partner: event.partner, eventId: event.eventId }, "inbound event not queued; answered 503");
     return refuse(503, "queue_unavailable", "The event could not be queued; it was not accepted. Retry later.", { "retry-after": String(RETRY_AFTER_SECONDS) });
   }
   return { status: 202, headers: JSON_HEADERS, body: { received: true, eventId: event.eventId, claimCheck } };

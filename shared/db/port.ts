@@ -26,7 +26,11 @@ export interface Database extends Queryable {
   readonly kind: DatabaseKind;
   /** Runs `fn` in one transaction: COMMIT when it resolves, ROLLBACK when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
-  /** Subscribes to NOTIFY on `channel`; resolves to an unsubscribe function. */
+  /**
+   * Subscribes to NOTIFY on `channel`; resolves to an unsubscribe function. The subscription
+   * outlives lost connections: once it is back, `onNotify("")` says notifications may have been
+   * missed meanwhile.
+   */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
@@ -39,18 +43,38 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
-const UNAVAILABLE_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH",
-  "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
-  "08000", "08001", "08003", "08004", "08006", // connection exceptions
-  "53300", // too_many_connections
-]);
+/** Errors of the operating system's network stack: nothing answered, or the connection broke. */
+const NETWORK_ERRNOS = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ECONNABORTED"]);
+
+/**
+ * Whether a SQLSTATE means "no usable connection right now", by PostgreSQL's documented classes
+ * (Appendix A, "PostgreSQL Error Codes") rather than code by code:
+ * - class 08, connection exception: every code;
+ * - class 57P, operator intervention on the server (admin or crash shutdown, cannot connect now,
+ *   database dropped, idle session timeout);
+ * - class 53, insufficient resources (too many connections, out of memory, disk full,
+ *   configuration limit exceeded): the server is there but cannot serve;
+ * - 55000 object_not_in_prerequisite_state, only as "database … is not currently accepting
+ *   connections" (ALTER DATABASE … ALLOW_CONNECTIONS false): the rest of class 55 is about locks
+ *   and object states, which a retry later does not fix by itself.
+ */
+export function isUnavailableSqlState(code: string, message = ""): boolean {
+  if (code.startsWith("08") || code.startsWith("57P") || code.startsWith("53")) return true;
+  return code === "55000" && /not currently accepting connections/i.test(message);
+}
 
 /** True when `error` means "the database is not there right now", as opposed to a bad query. */
 export function isUnavailable(error: unknown): boolean {
   if (error instanceof DatabaseUnavailableError) return true;
-  const e = error as { code?: string; message?: string } | undefined;
-  if (e?.code && UNAVAILABLE_CODES.has(e.code)) return true;
-  const msg = e?.message ?? "";
-  return /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection/i.test(msg);
+  const e = error as { code?: unknown; message?: string; cause?: unknown; errors?: unknown[] } | undefined;
+  if (!e || typeof e !== "object") return false;
+  const code = typeof e.code === "string" ? e.code : "";
+  const msg = e.message ?? "";
+  if (NETWORK_ERRNOS.has(code)) return true;
+  if (/^[0-9A-Z]{5}$/.test(code)) return isUnavailableSqlState(code, msg);
+  // pg's own words for a connection that broke, or never came (pool timeout, TLS cut short).
+  if (/Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection|Client was closed|socket hang up/i.test(msg)) return true;
+  // Node wraps several connect failures (IPv4 and IPv6 tried) in an AggregateError.
+  if (Array.isArray(e.errors) && e.errors.some(isUnavailable)) return true;
+  return e.cause !== undefined && e.cause !== error ? isUnavailable(e.cause) : false;
 }

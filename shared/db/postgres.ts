@@ -40,6 +40,9 @@ export function openPostgres(options: PostgresOptions): Database {
     ...(options.ssl !== undefined || options.password ? connectionFields(options.connectionString) : { connectionString: options.connectionString }),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5000,
+    // TCP keepalive: a LISTEN connection idles for long, and a silently cut network must show.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(options.ssl !== undefined ? { ssl: options.ssl } : {}),
     ...(options.password ? { password: options.password } : {}),
   });
@@ -81,18 +84,71 @@ export function openPostgres(options: PostgresOptions): Database {
         client.release(broken);
       }
     },
+    /**
+     * LISTEN on a connection of its own, kept for as long as the caller listens: when that
+     * connection is lost (server restart, terminated backend, cut network), it is opened again
+     * with a growing delay (0.25 s to 5 s) and LISTEN re-issued, and `onNotify` is called once
+     * with an empty payload, because whatever was notified meanwhile was missed. Only the first
+     * subscription's failure reaches the caller.
+     */
     async listen(channel, onNotify) {
-      const client = await pool.connect();
-      client.on("error", () => {});
+      const sql = `LISTEN ${pg.escapeIdentifier(channel)}`;
+      let client: pg.PoolClient | undefined;
+      let stopped = false;
+      let retry: NodeJS.Timeout | undefined;
+      let delay = 250;
       const handler = (msg: pg.Notification) => {
         if (msg.channel === channel) onNotify(msg.payload ?? "");
       };
-      client.on("notification", handler);
-      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      const lost = (c: pg.PoolClient) => {
+        if (client !== c) return; // already handled (error, then end)
+        client = undefined;
+        c.off("notification", handler);
+        c.release(true);
+        if (!stopped) retry = setTimeout(resubscribe, delay);
+      };
+      const subscribe = async () => {
+        const c = await pool.connect();
+        c.on("error", () => lost(c));
+        c.on("end", () => lost(c));
+        c.on("notification", handler);
+        try {
+          await c.query(sql);
+        } catch (error) {
+          c.off("notification", handler);
+          c.release(true);
+          throw error;
+        }
+        if (stopped) {
+          c.off("notification", handler);
+          c.release(true);
+          return;
+        }
+        client = c;
+      };
+      const resubscribe = () => {
+        retry = undefined;
+        subscribe().then(
+          () => {
+            delay = 250;
+            if (!stopped) onNotify("");
+          },
+          () => {
+            delay = Math.min(delay * 2, 5_000);
+            if (!stopped) retry = setTimeout(resubscribe, delay);
+          },
+        );
+      };
+      await subscribe();
       return async () => {
-        client.off("notification", handler);
-        await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
-        client.release();
+        stopped = true;
+        if (retry) clearTimeout(retry);
+        const c = client;
+        client = undefined;
+        if (!c) return;
+        c.off("notification", handler);
+        await c.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        c.release();
       };
     },
     async close() {

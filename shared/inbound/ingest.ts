@@ -20,6 +20,7 @@ import { isUnavailable } from "../db/port.js";
 import { signalInboxStored, storeInboxEntry, type NewInboxEntry, type StoreResult } from "./inbox.js";
 import { screenInbound } from "./screen.js";
 import type { HeaderBag, PartnerConfig } from "./verify/index.js";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 export interface IngestDeps {
   /** Where entries are stored: a pool (each statement commits on its own). */
@@ -88,7 +89,8 @@ export async function ingest(deps: IngestDeps, partnerName: string, headers: Hea
   } catch (error) {
     // Whatever went wrong, the event may not be stored: never acknowledge it, ask for a retry.
     const unavailable = isUnavailable(error);
-    deps.logger?.[unavailable ? "warn" : "error"]({ err: error, partner: partner.name, eventId: eventId }, "inbound event not stored; answered 503");
+    failuresOf(deps.logger).record(unavailable ? "ingest:database_unavailable" : "ingest:storage_failed", unavailable ? "warn" : "error",
+      { err: error, partner: partner.name, eventId: eventId }, "inbound event not stored; answered 503");
     return refuse(
       503,
       unavailable ? "database_unavailable" : "storage_failed",

@@ -4,6 +4,7 @@
  * while rounds throw (the database is down). Kept apart so the loop is testable on its own.
  */
 import type { Logger } from "pino";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 export interface PollLoop {
   /** Run the next round now instead of after the pause. */
@@ -38,7 +39,7 @@ export function startPollLoop(options: PollLoopOptions): PollLoop {
         backoffMs = 0;
       } catch (error) {
         backoffMs = Math.min(Math.max(backoffMs * 2, options.pollIntervalMs), maxBackoff);
-        options.logger?.warn({ err: error, retryInMs: backoffMs }, `${options.name}: round failed; will retry`);
+        failuresOf(options.logger).record(`${options.name}:round`, "warn", { err: error, retryInMs: backoffMs }, `${options.name}: round failed; will retry`);
       }
       if (!running || (backoffMs === 0 && (full || pendingWake))) continue;
       await new Promise<void>((resolve) => {

@@ -10,6 +10,7 @@ import { isUnavailable, type Database, type Transaction } from "../db/port.js";
 import { recordInboxProcessed, SPANS, withSpan } from "../telemetry/telemetry.js";
 import { onInboxStored, type InboxStatus } from "./inbox.js";
 import { startPollLoop, type PollLoop } from "./pollLoop.js";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 /** An entry as a handler sees it, under a lease. */
 export interface ClaimedEntry {
@@ -241,7 +242,7 @@ export class InboxProcessor {
       } catch (error) {
         if (isUnavailable(error)) {
           // Not the entry's fault: keep its retry budget; the lease expires and it falls due again.
-          this.o.logger?.warn({ inboxId: entry.id }, "database unavailable while processing; the entry will be claimed again");
+          failuresOf(this.o.logger).record("processor:database_unavailable", "warn", { inboxId: entry.id }, "database unavailable while processing; the entry will be claimed again");
           throw error;
         }
         result = await this.fail(entry, error, now);

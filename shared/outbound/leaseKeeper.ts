@@ -11,6 +11,7 @@ import type { Database } from "../db/port.js";
 import { leaseWrite } from "./sql/claimDeliveries.js";
 import { renewLeases } from "./sql/renewLeases.js";
 import type { ClaimedDelivery } from "./types.js";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 export interface LeaseKeeper {
   /** Starts keeping these (just claimed) deliveries' leases. */
@@ -58,7 +59,7 @@ export function createLeaseKeeper(options: { db: Database; leaseSeconds: number;
         if (h) h.leasedAt = now;
       }
     } catch (error) {
-      logger?.error({ err: error, held: due.length }, "renewing leases failed; retrying at the next check");
+      failuresOf(logger).record("relay:renew", "error", { err: error, held: due.length }, "renewing leases failed; retrying at the next check");
     }
   };
 

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { Database } from "../db/port.js";
+import { isUnavailable, type Database } from "../db/port.js";
 import { decideNext } from "./decide.js";
 import { DEFAULT_HEALTH_POLICY, type HealthPolicy } from "./health.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
@@ -17,6 +17,7 @@ import { releaseDeliveries } from "./sql/releaseDeliveries.js";
 import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 /** HTTP attempts a relay has in flight at once by default: the transport's connections per origin. */
 export const DEFAULT_HTTP_CONCURRENCY = 64;
@@ -167,7 +168,7 @@ export function createRelay(options: RelayOptions): Relay {
           leases.letGo(items);
         }
       },
-      onError: (error, stage) => logger?.error({ err: error, stage }, "relay error; retrying"),
+      onError: (error, stage) => failuresOf(logger).record(`relay:${stage}`, isUnavailable(error) ? "warn" : "error", { err: error, stage }, "relay error; retrying"),
     },
     { batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000, completionWriters: options.completionWriters, processConcurrency: httpConcurrency },
   );

@@ -6,6 +6,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
+import { failuresOf } from "../telemetry/repeatedFailures.js";
 
 export interface Request {
   method: string;
@@ -202,7 +203,8 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
       .catch((error: unknown) => {
         let httpError = error instanceof HttpError ? error : options.mapError?.(error);
         if (!httpError) {
-          options.logger?.error({ err: error, method: req.method, path: req.url?.split("?")[0] }, "unhandled error in request");
+          const path = req.url?.split("?")[0] ?? "";
+          failuresOf(options.logger).record(`http:500:${req.method} /${path.split("/")[1] ?? ""}`, "error", { err: error, method: req.method, path }, "unhandled error in request");
           httpError = new HttpError(500, "internal_error", "Internal error; the server log has the details.");
         }
         if (!res.headersSent) send(res, errorResponse(httpError));
