@@ -4,11 +4,13 @@
  */
 import type { Request, Response } from "@google-cloud/functions-framework";
 import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud/acceptWebhook.js";
-import { drainOutbox } from "../../shared/cloud/drainOutbox.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
+import { prepareDatabase } from "../../shared/cloud/prepareDatabase.js";
 import { processInbound } from "../../shared/cloud/processInbound.js";
-import { relayFor } from "../../shared/cloud/relay.js";
+import { runScheduledRelay } from "../../shared/cloud/relay.js";
+import { FunctionConfigError } from "../../shared/cloud/settings.js";
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
+import type { ReceivedMessage } from "../../shared/queue/port.js";
 import { handlePubSubPush } from "../../shared/queue/triggers/pubsub.js";
 import type { GcpRuntime } from "./runtime.js";
 
@@ -31,41 +33,86 @@ export async function ingestHttp(runtime: GcpRuntime, req: Request, res: Respons
   }
   const targets = async () => ({ queue: await runtime.topic(), objectStore: runtime.objectStore });
   const answer = await acceptWebhook(
-    { partners, targets, maxBodyBytes: runtime.tuning.MAX_PAYLOAD_BYTES, logger: runtime.logger },
+    // Up to what the gateway and Cloud Run carry (the stack sets it); above one publish, by claim-check.
+    { partners, targets, maxBodyBytes: runtime.tuning.MAX_INBOUND_BODY_BYTES, logger: runtime.logger },
     partner, headers, rawBody,
   );
   res.status(answer.status).set(answer.headers).send(JSON.stringify(answer.body));
 }
 
+/** Same name as REASON_ATTRIBUTE in shared/queue/pubsub.ts, whose `receiveDeadLetters` reads it. */
+const REASON_ATTRIBUTE = "deadLetterReason";
+/** Pub/Sub's limit on an attribute value. */
+const MAX_ATTRIBUTE_VALUE_BYTES = 1024;
+
 /**
- * Pub/Sub push. 204 acks. Failures, malformed and dead-letter verdicts answer non-2xx: Pub/Sub
- * redelivers with the subscription's backoff and, after max delivery attempts, forwards the
- * message to the dead-letter topic (the reason is logged at error level). A deferral is acked:
- * Pub/Sub cannot hold one message back, so the inbox keeps the schedule and the scheduled relay
- * picks the entry up when it falls due.
+ * Pub/Sub push. 204 acks. A deferral is acked: Pub/Sub cannot hold one message back, so the inbox
+ * keeps the schedule and the scheduled relay picks the entry up when it falls due.
+ *
+ * A dead-letter verdict (a malformed message), or a failure on the subscription's last delivery
+ * attempt, is published to the dead-letter topic by the processor itself, with the reason in a
+ * `deadLetterReason` attribute, and then acked: Pub/Sub's own forwarding carries no reason. Other
+ * failures answer 500 and Pub/Sub redelivers with the subscription's backoff; a message refused
+ * before it reached this code (429 while every instance is busy) is forwarded by Pub/Sub after the
+ * last attempt, without a reason.
  */
 export async function processPush(runtime: GcpRuntime, req: Request, res: Response): Promise<void> {
   const db = await runtime.database();
   const processor = inboxProcessorFor(db, runtime.tuning, runtime.logger);
+  const lastAttempt = runtime.settings.WEBHOOKS_MAX_DELIVERY_ATTEMPTS;
   const answer = await handlePubSubPush(req.body, async (message) => {
     const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore }, message);
     if (verdict.action === "ack" || verdict.action === "retry") return;
-    if (verdict.action === "deadLetter") runtime.logger.error({ messageId: message.id, deliveryCount: message.deliveryCount, reason: verdict.reason }, "message cannot be processed; nacking until Pub/Sub dead-letters it");
+    const giveUp = verdict.action === "deadLetter" || (lastAttempt !== undefined && message.deliveryCount >= lastAttempt);
+    if (giveUp && (await deadLetter(runtime, message, verdict.reason))) return;
     throw new Error(verdict.reason);
-  }, { onError: (error, message) => runtime.logger.warn({ err: error, messageId: message.id }, "push message not processed; nacked") });
+  }, { onError: (error, message) => runtime.logger.warn({ err: error, messageId: message.id, deliveryCount: message.deliveryCount }, "push message not processed; nacked") });
   res.status(answer.status).send(answer.body);
+}
+
+/** Publishes the message to the dead-letter topic with its reason; false when no topic is configured. A failed publish throws (the push is nacked and comes back). */
+async function deadLetter(runtime: GcpRuntime, message: ReceivedMessage, reason: string): Promise<boolean> {
+  const topic = await runtime.deadLetterTopic();
+  runtime.logger.error({ messageId: message.id, deliveryCount: message.deliveryCount, reason, deadLetterTopic: runtime.settings.WEBHOOKS_DEAD_LETTER_TOPIC }, "message dead-lettered");
+  if (!topic) return false;
+  const cut = Buffer.from(reason).subarray(0, MAX_ATTRIBUTE_VALUE_BYTES).toString("utf8").replace(/\uFFFD$/, "");
+  await topic.send({ body: message.body, attributes: { ...message.attributes, originalMessageId: message.id, [REASON_ATTRIBUTE]: cut } });
+  return true;
 }
 
 /** Cloud Scheduler → HTTP (OIDC-authenticated by Cloud Run): drain within the budget. */
 export async function relayHttp(runtime: GcpRuntime, _req: Request, res: Response): Promise<void> {
   const deadline = Date.now() + runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS * 1000;
   const db = await runtime.database();
-  const { relay, purge, passReserveMs, close } = relayFor(db, runtime.tuning, runtime.logger);
+  sendJson(res, 200, await runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now()));
+}
+
+/**
+ * The deploy's migrate step (Cloud Scheduler job, run by the deploy after `cdktf deploy`): as the
+ * owner (`DATABASE_ADMIN_URL`), apply the migrations and make the application role whose name and
+ * password are those of `DATABASE_URL`, so the role always matches what the other functions dial.
+ * 200 with what was applied; 500 with the error's message (the job's run fails).
+ */
+export async function migrateHttp(runtime: GcpRuntime, _req: Request, res: Response): Promise<void> {
   try {
-    const summary = await drainOutbox({ relay, purge, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
-    runtime.logger.info(summary, "relay run finished");
-    sendJson(res, 200, summary);
-  } finally {
-    await close();
+    const app = appRoleOf(runtime.settings.DATABASE_URL);
+    const owner = await runtime.ownerDatabase();
+    try {
+      const result = await prepareDatabase(owner, app);
+      runtime.logger.info(result, "database migrated; application role ready");
+      sendJson(res, 200, result);
+    } finally {
+      await owner.close();
+    }
+  } catch (error) {
+    runtime.logger.error({ err: error }, "migrate failed");
+    sendJson(res, 500, { error: { code: "migrate_failed", message: (error as Error).message } });
   }
+}
+
+function appRoleOf(url: string | undefined): { appRole: string; password: string } {
+  if (!url) throw new FunctionConfigError("Set DATABASE_URL (the application role's URL): migrate gives that role its name and password.");
+  const parsed = new URL(url);
+  if (!parsed.username || !parsed.password) throw new FunctionConfigError("DATABASE_URL must name the application role and its password (postgres://webhooks_app:…@host:5432/webhooks).");
+  return { appRole: decodeURIComponent(parsed.username), password: decodeURIComponent(parsed.password) };
 }

@@ -1,14 +1,18 @@
 /**
  * What the GCP functions share, built once per instance: settings (Secret Manager secrets arrive
- * as environment variables, mounted by the stack), a small pg pool, the Pub/Sub topic and the
+ * as environment variables, mounted by the stack), a small pg pool, the Pub/Sub topics and the
  * Cloud Storage claim-check store. Both speak Google's REST APIs (`node:http`, a token from the
  * metadata server): no Google client library is bundled or installed, only the Functions
  * Framework.
+ *
+ * The database: `DATABASE_URL` is the application role's (webhooks_app), opened over the TLS mode
+ * the stack sets (`verify-ca` against the Cloud SQL instance's server CA, whose certificate names
+ * the instance and not the private IP) and never migrated here; `DATABASE_ADMIN_URL`, the
+ * owner's, is mounted on the migrate function only (`ownerDatabase`).
  */
 import * as z from "zod/mini";
 import { loadConfig } from "../../shared/config.js";
-import { migrate } from "../../shared/db/migrate.js";
-import { openPostgres } from "../../shared/db/postgres.js";
+import { databaseTlsShape, openCloudDatabase } from "../../shared/cloud/database.js";
 import type { Database } from "../../shared/db/port.js";
 import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/index.js";
 import { createGcsStore } from "../../shared/objectStore/gcs.js";
@@ -16,7 +20,7 @@ import type { ObjectStore } from "../../shared/objectStore/port.js";
 import { createPubSubPublisher, type PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
 import { metadataAccessToken } from "../../shared/cloud/googleAccessToken.js";
 import { once } from "../../shared/cloud/once.js";
-import { poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
@@ -24,6 +28,13 @@ const shape = {
   WEBHOOKS_TOPIC: z.string().check(z.minLength(1)),
   PARTNERS: z.optional(z.string().check(z.minLength(2))),
   DATABASE_URL: z.optional(z.string().check(z.minLength(1))),
+  /** The owner's URL: the migrate function only. */
+  DATABASE_ADMIN_URL: z.optional(z.string().check(z.minLength(1))),
+  ...databaseTlsShape,
+  /** The processor publishes a message it gives up on here, with a `deadLetterReason`. */
+  WEBHOOKS_DEAD_LETTER_TOPIC: z.optional(z.string().check(z.minLength(1))),
+  /** The subscription's max delivery attempts: on the last one a failure is dead-lettered with its reason. */
+  WEBHOOKS_MAX_DELIVERY_ATTEMPTS: z.optional(z.coerce.number().check(z.int(), z.gte(5), z.lte(100))),
   WEBHOOKS_CLAIM_CHECK_BUCKET: z.optional(z.string().check(z.minLength(3))),
   /** A Cloud Storage JSON API root other than Google's (a local test peer); requests to it carry no token. */
   WEBHOOKS_STORAGE_API_ENDPOINT: z.optional(z.url()),
@@ -45,7 +56,11 @@ export interface GcpRuntime {
   tuning: ReturnType<typeof loadConfig>;
   partners(): Promise<ReadonlyMap<string, PartnerConfig>>;
   database(): Promise<Database>;
+  /** A new pool as the owner (migrate only); the caller closes it. */
+  ownerDatabase(): Promise<Database>;
   topic(): Promise<PubSubPublisher>;
+  /** The dead-letter topic, or undefined when WEBHOOKS_DEAD_LETTER_TOPIC is not set. */
+  deadLetterTopic(): Promise<PubSubPublisher | undefined>;
   objectStore(): Promise<ObjectStore | undefined>;
 }
 
@@ -54,6 +69,9 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
   const tuning = loadConfig(env);
   // One token for Pub/Sub and Cloud Storage, fetched on first use (not used with the emulator or a test endpoint).
   const accessToken = metadataAccessToken();
+  const tls = { tls: settings.WEBHOOKS_DATABASE_TLS, caPem: settings.WEBHOOKS_DATABASE_CA_CERT };
+  const publisher = (topic: string) =>
+    createPubSubPublisher({ projectId: settings.GOOGLE_CLOUD_PROJECT, topic, emulatorHost: settings.PUBSUB_EMULATOR_HOST ?? "", accessToken });
   return {
     settings,
     logger: createLogger({ name: "webhooks-gcp", level: tuning.LOG_LEVEL }),
@@ -64,17 +82,15 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
     }),
     database: once(async () => {
       if (!settings.DATABASE_URL) throw new Error("Set DATABASE_URL (a Secret Manager secret mounted as an environment variable).");
-      const db = openPostgres({ connectionString: settings.DATABASE_URL, max: settings.WEBHOOKS_DB_POOL_MAX });
-      await migrate(db);
-      return db;
+      return openCloudDatabase({ url: settings.DATABASE_URL, ...tls, poolMax: settings.WEBHOOKS_DB_POOL_MAX });
     }),
-    // Ingest only publishes (REST); the subscriptions belong to the push processor and the DLQ reader.
-    topic: once(async () => createPubSubPublisher({
-      projectId: settings.GOOGLE_CLOUD_PROJECT,
-      topic: settings.WEBHOOKS_TOPIC,
-      emulatorHost: settings.PUBSUB_EMULATOR_HOST ?? "",
-      accessToken,
-    })),
+    async ownerDatabase() {
+      if (!settings.DATABASE_ADMIN_URL) throw new FunctionConfigError("Set DATABASE_ADMIN_URL (the owner's URL, a Secret Manager secret the stack mounts on the migrate function).");
+      return openCloudDatabase({ url: settings.DATABASE_ADMIN_URL, ...tls, poolMax: 1, checkSchema: false });
+    },
+    // Ingest publishes (REST); the subscriptions belong to the push processor and the DLQ reader.
+    topic: once(async () => publisher(settings.WEBHOOKS_TOPIC)),
+    deadLetterTopic: once(async () => (settings.WEBHOOKS_DEAD_LETTER_TOPIC ? publisher(settings.WEBHOOKS_DEAD_LETTER_TOPIC) : undefined)),
     objectStore: once(async () => {
       if (!settings.WEBHOOKS_CLAIM_CHECK_BUCKET) return undefined;
       const endpoint = settings.WEBHOOKS_STORAGE_API_ENDPOINT;
