@@ -5,6 +5,7 @@
  * identity endpoint), not `@azure/identity`; the clients load on first use.
  */
 import { ManagedIdentityCredential } from "../../shared/cloud/azureManagedIdentity.js";
+import { FunctionConfigError } from "../../shared/cloud/settings.js";
 import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
 import type { AzureConnectors, AzureSettings } from "./runtime.js";
@@ -13,6 +14,7 @@ import type { AzureConnectors, AzureSettings } from "./runtime.js";
 export async function openServiceBusQueue(settings: AzureSettings): Promise<QueueAdapter> {
   const { createServiceBusQueue } = await import("../../shared/queue/serviceBus.js");
   const queueName = settings.WEBHOOKS_QUEUE_NAME;
+  if (!queueName) throw new FunctionConfigError("Set WEBHOOKS_QUEUE_NAME (the inbound Service Bus queue).");
   if (settings.ServiceBusConnection) return createServiceBusQueue({ connectionString: settings.ServiceBusConnection, queueName });
   if (!settings.ServiceBusConnection__fullyQualifiedNamespace) throw new Error("Set ServiceBusConnection__fullyQualifiedNamespace (or ServiceBusConnection).");
   return createServiceBusQueue({

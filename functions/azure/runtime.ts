@@ -1,31 +1,36 @@
 /**
  * What the Azure functions share, built once per instance: settings (Key Vault references are
- * resolved into app settings by the platform before the code runs), a small pg pool, and, for the
- * functions that use them, the Service Bus queue and the Blob claim-check store. Those two are
- * `AzureConnectors` the registration module passes in (functions/azure/connections.ts): a bundle
- * carries only the clients its function can reach, so the relay carries neither.
+ * resolved into app settings by the platform before the code runs), a small pg pool as the
+ * application role over explicit TLS (never running DDL: the migrate function does that), and,
+ * for the functions that use them, the Service Bus queue and the Blob claim-check store. Those two
+ * are `AzureConnectors` the registration module passes in (functions/azure/connections.ts): a
+ * bundle carries only the clients its function can reach, so the relay carries neither.
  */
 import * as z from "zod/mini";
 import { loadConfig } from "../../shared/config.js";
-import { migrate } from "../../shared/db/migrate.js";
-import { openPostgres } from "../../shared/db/postgres.js";
+import { databaseTlsShape, openCloudDatabase } from "../../shared/cloud/database.js";
 import type { Database } from "../../shared/db/port.js";
 import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/index.js";
 import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
 import { once } from "../../shared/cloud/once.js";
-import { poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
-  WEBHOOKS_QUEUE_NAME: z.string().check(z.minLength(1)),
+  /** The inbound queue (ingest and processor; the relay and migrate apps have none). */
+  WEBHOOKS_QUEUE_NAME: z.optional(z.string().check(z.minLength(1))),
   /** Managed-identity connection (local auth is off on the namespace)… */
   ServiceBusConnection__fullyQualifiedNamespace: z.optional(z.string().check(z.minLength(1))),
   ServiceBusConnection__clientId: z.optional(z.string().check(z.minLength(1))),
   /** …or a connection string (the test peer). */
   ServiceBusConnection: z.optional(z.string().check(z.minLength(1))),
   PARTNERS: z.optional(z.string().check(z.minLength(2))),
+  /** The application role's URL (webhooks_app), without TLS parameters. */
   DATABASE_URL: z.optional(z.string().check(z.minLength(1))),
+  /** The owner's URL: the migrate app's alone. */
+  DATABASE_ADMIN_URL: z.optional(z.string().check(z.minLength(1))),
+  ...databaseTlsShape,
   WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: z.optional(z.url()),
   WEBHOOKS_CLAIM_CHECK_CONTAINER: z._default(z.string().check(z.minLength(3)), "claim-checks"),
   WEBHOOKS_CLAIM_CHECK_CONNECTION: z.optional(z.string().check(z.minLength(1))),
@@ -34,6 +39,10 @@ const shape = {
   WEBHOOKS_DB_POOL_MAX: poolSize,
   /** Seconds the relay timer may run (the function timeout minus a margin). Default: 240. */
   WEBHOOKS_RELAY_BUDGET_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(10), z.lte(3600)), 240),
+  /** Failures before the inbox: delayed retries of a message before it is dead-lettered. Default: 5. */
+  WEBHOOKS_RETRY_MAX_ATTEMPTS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(100)), 5),
+  /** The first retry's delay, seconds; each next one doubles, up to 15 minutes. Default: 30. */
+  WEBHOOKS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(900)), 30),
 };
 
 export type AzureSettings = ReturnType<typeof readAzureSettings>;
@@ -47,6 +56,8 @@ export interface AzureRuntime {
   tuning: ReturnType<typeof loadConfig>;
   partners(): Promise<ReadonlyMap<string, PartnerConfig>>;
   database(): Promise<Database>;
+  /** A new pool as the owner (DATABASE_ADMIN_URL), for the migrate step; the caller closes it. */
+  ownerDatabase(): Promise<Database>;
   queue(): Promise<QueueAdapter>;
   objectStore(): Promise<ObjectStore | undefined>;
 }
@@ -60,6 +71,7 @@ export interface AzureConnectors {
 export function createAzureRuntime(env: Record<string, string | undefined> = process.env, connectors: AzureConnectors = {}): AzureRuntime {
   const settings = readAzureSettings(env);
   const tuning = loadConfig(env);
+  const tls = { tls: settings.WEBHOOKS_DATABASE_TLS, caPem: settings.WEBHOOKS_DATABASE_CA_CERT };
   return {
     settings,
     logger: createLogger({ name: "webhooks-azure", level: tuning.LOG_LEVEL }),
@@ -69,11 +81,13 @@ export function createAzureRuntime(env: Record<string, string | undefined> = pro
       return parsePartners(settings.PARTNERS);
     }),
     database: once(async () => {
-      if (!settings.DATABASE_URL) throw new Error("Set DATABASE_URL (a Key Vault reference).");
-      const db = openPostgres({ connectionString: settings.DATABASE_URL, max: settings.WEBHOOKS_DB_POOL_MAX });
-      await migrate(db);
-      return db;
+      if (!settings.DATABASE_URL) throw new FunctionConfigError("Set DATABASE_URL (a Key Vault reference to the database-url secret).");
+      return openCloudDatabase({ url: settings.DATABASE_URL, ...tls, poolMax: settings.WEBHOOKS_DB_POOL_MAX });
     }),
+    ownerDatabase: async () => {
+      if (!settings.DATABASE_ADMIN_URL) throw new FunctionConfigError("Set DATABASE_ADMIN_URL (a Key Vault reference to the database-admin-url secret; the migrate app only).");
+      return openCloudDatabase({ url: settings.DATABASE_ADMIN_URL, ...tls, poolMax: 1, checkSchema: false });
+    },
     queue: once(async () => {
       if (!connectors.queue) throw new Error("This function was built without a Service Bus client; it cannot send.");
       return connectors.queue(settings);

@@ -4,13 +4,20 @@
  * peer (through the real `@azure/service-bus` client) and Azurite for the Blob claim-check (our
  * REST client, Shared Key). The
  * Functions host's Service Bus trigger is played by test/support/serviceBusTriggerHost.ts (a
- * stand-in); everything else is the code that ships.
+ * stand-in); everything else is the code that ships. The functions connect as the application
+ * role `webhooks_app` that the migrate function prepares (as on Azure; TLS "disable" here because
+ * the local server has none: test/wiring/azure.test.ts covers verify-full); the test's own checks
+ * and fault injections use the owner's connection.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HttpRequest, type Timer } from "@azure/functions";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { ServiceBusClient, type ServiceBusReceiver } from "@azure/service-bus";
 import { ingestHttp, processServiceBusMessage, relayTimer } from "../../functions/azure/handlers.js";
+import { DEAD_LETTER_AT, DEAD_LETTER_REASON, RETRY_ATTEMPT, retryDelaySeconds } from "../../functions/azure/failedMessages.js";
+import { handleMigrate } from "../../functions/azure/migrate.js";
+import type { Database } from "../../shared/db/port.js";
+import { openPostgres } from "../../shared/db/postgres.js";
 import { queueAndClaimChecks } from "../../functions/azure/connections.js";
 import { createAzureRuntime, type AzureRuntime } from "../../functions/azure/runtime.js";
 import { createSubscription, enqueue } from "../../shared/outbound/index.js";
@@ -35,6 +42,9 @@ let inspect: QueueAdapter;
 let runtime: AzureRuntime;
 let env: Record<string, string>;
 let dropDatabase: (() => Promise<void>) | undefined;
+/** The owner's connection: the test's checks and fault injections (the functions cannot run DDL). */
+let owner: Database;
+const RETRY_MAX_ATTEMPTS = 3;
 
 function request(partner: string, delivery: { headers: Record<string, string>; body: string }): HttpRequest {
   return new HttpRequest({
@@ -69,17 +79,29 @@ beforeAll(async () => {
   await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("claim-checks").createIfNotExists();
   const database = await createServerDatabase();
   dropDatabase = database.drop;
+  owner = openPostgres({ connectionString: database.url, max: 2 });
+  const appUrl = new URL(database.url);
+  appUrl.username = "webhooks_app";
+  appUrl.password = "app-password-for-tests";
   env = {
     WEBHOOKS_QUEUE_NAME: QUEUE,
     ServiceBusConnection: peer.connectionString,
     PARTNERS: PARTNERS_JSON,
-    DATABASE_URL: database.url,
+    DATABASE_URL: appUrl.href,
+    WEBHOOKS_DATABASE_TLS: "disable",
+    WEBHOOKS_RETRY_MAX_ATTEMPTS: String(RETRY_MAX_ATTEMPTS),
+    WEBHOOKS_RETRY_BASE_SECONDS: "1",
     WEBHOOKS_CLAIM_CHECK_CONNECTION: azurite.connectionString,
-    MAX_PAYLOAD_BYTES: String(1024 * 1024),
+    MAX_INBOUND_BODY_BYTES: String(1024 * 1024),
     INBOX_DEFER_DELAY_SECONDS: "1",
     ALLOWED_DESTINATIONS: "127.0.0.1",
     LOG_LEVEL: "silent",
   };
+  // The deploy's migrate step first: the functions refuse a schema that is not current.
+  const migrator = createAzureRuntime({ ...env, DATABASE_ADMIN_URL: database.url });
+  await expect(createAzureRuntime(env).database()).rejects.toThrow(/migrate step/);
+  expect((await handleMigrate(migrator)).appRole).toBe("webhooks_app");
+  expect((await handleMigrate(migrator)).applied).toEqual([]); // idempotent
   runtime = createAzureRuntime(env, queueAndClaimChecks);
 }, 60_000);
 
@@ -88,6 +110,7 @@ afterAll(async () => {
     await (await runtime.queue()).close();
     await (await runtime.database()).close();
   }
+  await owner?.close();
   await receiver?.close();
   await client?.close();
   await inspect?.close();
@@ -104,7 +127,7 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     expect(answer).toMatchObject({ status: 202, body: { received: true, eventId, claimCheck: false } });
     expect(peer.stats(QUEUE).active).toBe(1);
     expect(await host()).toBe("completed");
-    const db = await runtime.database();
+    const db = owner;
     expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed", outcome: "applied" });
     expect(await orderState(db, `o-${suffix}`)).toBe("created");
     expect(peer.stats(QUEUE)).toMatchObject({ active: 0, locked: 0, scheduled: 0, deadLettered: 0 });
@@ -116,7 +139,7 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     expect((await ingest("shop", signedDelivery(`evt_paid_${suffix}`, orderEvent(order, "order.paid")))).status).toBe(202);
     expect(await host()).toBe("completed"); // the original is completed…
     expect(peer.stats(QUEUE).scheduled).toBe(1); // …and a copy is scheduled for the entry's next attempt
-    const db = await runtime.database();
+    const db = owner;
     expect((await inboxEntry(db, `evt_paid_${suffix}`))?.status).toBe("deferred");
     expect((await ingest("shop", signedDelivery(`evt_new_${suffix}`, orderEvent(order, "order.created")))).status).toBe(202);
     await eventually("both events to apply", async () => { await host(); return (await orderState(db, order)) === "paid"; });
@@ -124,6 +147,8 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 0, deadLettered: 0 });
   });
 
+  // Defect 12: ingest refused anything over MAX_PAYLOAD_BYTES (256 KiB by default, as here): the
+  // body is accepted up to MAX_INBOUND_BODY_BYTES now.
   it("a payload over Service Bus's 256 KiB limit travels by claim-check through Blob Storage", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_big_${suffix}`;
@@ -134,7 +159,7 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     for await (const blob of BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("claim-checks").listBlobsFlat()) blobs.push(blob.name);
     expect(blobs).toContain(`inbound/shop/${eventId}`);
     expect(await host()).toBe("completed");
-    const db = await runtime.database();
+    const db = owner;
     expect(await inboxEntry(db, eventId)).toMatchObject({ status: "processed" });
     const stored = await db.query<{ n: number }>("SELECT length(payload) AS n FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
     expect(stored.rows[0]?.n).toBe(Buffer.byteLength(body));
@@ -149,16 +174,18 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
       const inline = `evt_inline_nostore_${suffix}`;
       expect((await ingest("shop", signedDelivery(inline, orderEvent(`o-ns-${suffix}`, "order.created")))).body).toMatchObject({ claimCheck: false });
       expect(await invokeOnce(receiver, (message, context) => processServiceBusMessage(misconfigured, message, context))).toBe("completed");
-      const db = await runtime.database();
+      const db = owner;
       expect(await inboxEntry(db, inline)).toMatchObject({ status: "processed" });
 
       const big = `evt_big_nostore_${suffix}`;
       expect((await ingest("shop", signedDelivery(big, orderEvent(`o-nsb-${suffix}`, "order.created", { note: "z".repeat(300 * 1024) })))).body).toMatchObject({ claimCheck: true });
-      expect(await invokeOnce(receiver, (message, context) => processServiceBusMessage(misconfigured, message, context))).toBe("abandoned");
+      // A failure before the inbox: completed, and a copy scheduled for a retry after a delay.
+      expect(await invokeOnce(receiver, (message, context) => processServiceBusMessage(misconfigured, message, context))).toBe("completed");
+      expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 1 });
       await expect(misconfigured.objectStore()).rejects.toThrow(/IDENTITY_ENDPOINT and IDENTITY_HEADER are not set/);
       expect(await inboxEntry(db, big)).toBeUndefined();
-      expect(await host()).toBe("completed"); // redelivered to a function that can read it
-      expect(await inboxEntry(db, big)).toMatchObject({ status: "processed" });
+      // The retry reaches a function that can read it.
+      await eventually("the retry to apply", async () => { await host(); return (await inboxEntry(db, big))?.status === "processed"; });
     } finally {
       await (await misconfigured.database()).close();
     }
@@ -176,20 +203,80 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     expect(await host()).toBe("none");
   });
 
-  it("a processor failure is abandoned, redelivered, and dead-lettered by Service Bus after MaxDeliveryCount", async (t) => {
+  /** Runs the host until a message is received, or `ms` pass; the outcomes, in order. */
+  async function hostUntil(condition: () => boolean, ms: number): Promise<HostOutcome[]> {
+    const outcomes: HostOutcome[] = [];
+    const deadline = Date.now() + ms;
+    while (!condition() && Date.now() < deadline) {
+      const outcome = await host();
+      if (outcome !== "none") outcomes.push(outcome);
+    }
+    return outcomes;
+  }
+
+  // Defect 13: a failure was abandoned and redelivered at once, so all deliveries went in seconds.
+  it("a processor failure is retried with a growing delay, then dead-lettered with its reason", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_poison_${suffix}`;
-    const db = await runtime.database();
-    await poisonEvent(db, eventId);
+    await poisonEvent(owner, eventId);
     expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")))).status).toBe(202);
-    const outcomes: HostOutcome[] = [];
-    for (let i = 0; i < MAX_DELIVERY_COUNT + 1; i++) outcomes.push(await host());
-    expect(outcomes).toEqual(["abandoned", "abandoned", "abandoned", "none"]);
+    const started = Date.now();
+    expect(await host()).toBe("completed"); // the original is completed…
+    expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 1 }); // …and a copy waits out the first delay
+    expect(await host()).toBe("none");
+    // Attempts 2 and 3 follow after 1 s and 2 s; the third failure sends the dead-letter copy,
+    // which is abandoned at once on each delivery until Service Bus dead-letters it.
+    const outcomes = await hostUntil(() => peer.stats(QUEUE).deadLettered > 0, 20_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual((retryDelaySeconds(1, 1) + retryDelaySeconds(2, 1)) * 1000);
+    expect(outcomes).toEqual(["completed", "completed", ...Array(MAX_DELIVERY_COUNT).fill("abandoned")]);
+    expect(await inboxEntry(owner, eventId)).toMatchObject({ status: "failed", failures: RETRY_MAX_ATTEMPTS });
+
+    // Defect 17: the reason reaches the dead-letter subqueue (as a property of the message).
     const dead = await inspect.receiveDeadLetters({ waitSeconds: 1 });
-    expect(dead).toEqual([expect.objectContaining({ reason: "MaxDeliveryCountExceeded", attributes: expect.objectContaining({ eventId, partner: "shop" }) })]);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.attributes).toMatchObject({ eventId, partner: "shop", [RETRY_ATTEMPT]: String(RETRY_MAX_ATTEMPTS - 1) });
+    expect(dead[0]!.attributes[DEAD_LETTER_REASON]).toMatch(/^failed 3 times, the last: .*poisoned event for the test/);
+    expect(Date.parse(dead[0]!.attributes[DEAD_LETTER_AT]!)).toBeGreaterThan(started);
     await inspect.ackDeadLetter(dead[0]!);
-    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: MAX_DELIVERY_COUNT });
-    await db.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+    await owner.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+  });
+
+  it("a database that cannot be opened is retried after a delay, not redelivered at once", async (t) => {
+    if (skip) return t.skip();
+    const down = createAzureRuntime({ ...env, DATABASE_URL: "postgres://webhooks_app:x@127.0.0.1:1/webhooks" }, queueAndClaimChecks);
+    try {
+      const eventId = `evt_dbdown_${suffix}`;
+      expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-d-${suffix}`, "order.created")))).status).toBe(202);
+      expect(await invokeOnce(receiver, (m, c) => processServiceBusMessage(down, m, c))).toBe("completed");
+      expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 1, deadLettered: 0 });
+      // The database is back: the scheduled copy is processed.
+      await eventually("the retry copy to apply", async () => { await host(); return (await inboxEntry(owner, eventId))?.status === "processed"; });
+    } finally {
+      await (await down.queue()).close();
+    }
+  });
+
+  it("a malformed message is dead-lettered with the reason at once (no retries)", async (t) => {
+    if (skip) return t.skip();
+    await inspect.send({ body: JSON.stringify({ not: "an inbound message" }), attributes: { partner: "shop" } });
+    const outcomes = await hostUntil(() => peer.stats(QUEUE).deadLettered > 0, 10_000);
+    expect(outcomes).toEqual(["completed", ...Array(MAX_DELIVERY_COUNT).fill("abandoned")]);
+    const dead = await inspect.receiveDeadLetters({ waitSeconds: 1 });
+    expect(dead[0]!.attributes[DEAD_LETTER_REASON]).toMatch(/\S/);
+    expect(dead[0]!.attributes[RETRY_ATTEMPT]).toBeUndefined();
+    await inspect.ackDeadLetter(dead[0]!);
+  });
+
+  it("a dead-letter mark older than an hour is ignored: a resubmitted message is processed", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_resubmit_${suffix}`;
+    expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-r-${suffix}`, "order.created")))).status).toBe(202);
+    const [original] = await inspect.receive({ waitSeconds: 1 });
+    await inspect.ack(original!);
+    const old = new Date(Date.now() - 2 * 3600_000).toISOString();
+    await inspect.send({ body: original!.body, attributes: { ...original!.attributes, [DEAD_LETTER_REASON]: "earlier trouble", [DEAD_LETTER_AT]: old } });
+    expect(await host()).toBe("completed");
+    expect(await inboxEntry(owner, eventId)).toMatchObject({ status: "processed" });
   });
 });
 
@@ -201,7 +288,7 @@ describe("Azure relay timer", () => {
   const timer: Timer = { isPastDue: false, schedule: { adjustForDST: true }, scheduleStatus: { last: "", next: "", lastUpdated: "" } };
 
   async function dueDelivery(name: string): Promise<string> {
-    const db = await runtime.database();
+    const db = owner;
     const sub = await createSubscription(db, { url: `${partner.url}/${name}`, eventTypes: [`${name}.*`] });
     const eventId = `evt_${name}_${suffix}`;
     await db.transaction((tx) => enqueue(tx, { id: eventId, type: `${name}.paid`, data: { orderId: name } }));
@@ -214,7 +301,7 @@ describe("Azure relay timer", () => {
     const summary = await relayTimer(runtime, timer, 10); // less than the 15 s reserve a pass needs
     expect(summary).toMatchObject({ passes: 0, deliveriesAttempted: 0, stoppedBecause: "budget" });
     expect(partner.received.map((r) => r.headers["webhook-id"])).not.toContain(deliveryId);
-    const db = await runtime.database();
+    const db = owner;
     const r = await db.query<{ status: string }>("SELECT status FROM outbound_deliveries WHERE id = $1", [deliveryId]);
     expect(r.rows[0]?.status).toBe("pending");
   });
@@ -228,7 +315,7 @@ describe("Azure relay timer", () => {
     const got = partner.received.find((r) => r.headers["webhook-id"] === deliveryId);
     expect(got?.headers["webhook-signature"]).toMatch(/^v1,/);
     expect(JSON.parse(got!.body)).toMatchObject({ type: "drain.paid", data: { orderId: "drain" } });
-    const db = await runtime.database();
+    const db = owner;
     const r = await db.query<{ status: string }>("SELECT status FROM outbound_deliveries WHERE id = $1", [deliveryId]);
     expect(r.rows[0]?.status).toBe("delivered");
   });
@@ -237,7 +324,7 @@ describe("Azure relay timer", () => {
     if (skip) return t.skip();
     const deliveryId = await dueDelivery("aged");
     expect((await relayTimer(runtime, timer, 60)).stoppedBecause).toBe("idle");
-    const db = await runtime.database();
+    const db = owner;
     // Delivered 31 days ago, as far as retention can tell (the default keeps 30 days).
     await db.query("UPDATE outbound_deliveries SET created_at = now() - interval '31 days', delivered_at = now() - interval '31 days' WHERE id = $1", [deliveryId]);
     await db.query("UPDATE outbound_events SET created_at = now() - interval '31 days' WHERE id = $1", [deliveryId.split(":")[0]]);
@@ -251,8 +338,21 @@ describe("Azure relay timer", () => {
 });
 
 describe("Azure cold start", () => {
-  it("names every missing setting", () => {
-    expect(() => createAzureRuntime({})).toThrow(/WEBHOOKS_QUEUE_NAME is not set/);
+  it("names what a function lacks when it needs it", async () => {
+    const bare = createAzureRuntime({}, queueAndClaimChecks);
+    await expect(bare.queue()).rejects.toThrow(/Set WEBHOOKS_QUEUE_NAME/);
+    await expect(bare.database()).rejects.toThrow(/Set DATABASE_URL/);
+    await expect(bare.ownerDatabase()).rejects.toThrow(/Set DATABASE_ADMIN_URL/);
+  });
+
+  it("refuses an sslmode in the database URL (TLS is WEBHOOKS_DATABASE_TLS)", async () => {
+    await expect(createAzureRuntime({ DATABASE_URL: "postgres://webhooks_app:x@db.example:5432/webhooks?sslmode=require" }).database()).rejects.toThrow(/Remove sslmode/);
+  });
+
+  it("migrate takes the role and password from DATABASE_URL", async () => {
+    const { appRoleOf } = await import("../../functions/azure/migrate.js");
+    expect(appRoleOf("postgres://webhooks_app:p%40ss@db:5432/webhooks")).toEqual({ appRole: "webhooks_app", password: "p@ss" });
+    expect(() => appRoleOf("postgres://webhooks_app@db:5432/webhooks")).toThrow(/its password/);
   });
 
   it("the relay's runtime (no connectors) has no queue and no claim-check store", async () => {

@@ -172,7 +172,7 @@ describe("Azure stack: functions, secrets and identities", () => {
 
   // Defect 4: secrets written (and Key Vault references resolved) before RBAC had propagated.
   it("waits for RBAC to propagate before writing secrets and before starting the apps", () => {
-    expect((json.terraform as { required_providers?: Record<string, { source?: string }> }).required_providers?.time?.source).toBe("hashicorp/time");
+    expect(((json as unknown as { terraform: unknown }).terraform as { required_providers?: Record<string, { source?: string }> }).required_providers?.time?.source).toBe("hashicorp/time");
     const sleeps = resourcesOf(json, "time_sleep");
     const deployerWait = sleeps.find((t) => t.component === "secrets")!;
     const deployer = resourceAt(json, "azurerm_role_assignment", "secrets/deployer");
