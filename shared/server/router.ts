@@ -115,6 +115,58 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/** An early answer drains at least this much of a body still arriving (or 8 × the body limit). */
+export const DRAIN_AT_LEAST_BYTES = 16 * 1024 * 1024;
+/** …for at most this long. */
+export const DRAIN_TIMEOUT_MS = 15_000;
+
+/**
+ * Reads and discards what is left of a request body, up to `maxBytes` and DRAIN_TIMEOUT_MS.
+ * True when the body ended: the connection can then carry the answer and stay usable.
+ */
+function drainRequest(req: IncomingMessage, maxBytes: number): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (ended: boolean) => {
+      clearTimeout(timer);
+      req.off("data", count);
+      req.off("end", onEnd);
+      req.off("error", onFail);
+      req.off("close", onFail);
+      resolve(ended);
+    };
+    const count = (chunk: Buffer) => { seen += chunk.length; if (seen > maxBytes) finish(false); };
+    const onEnd = () => finish(true);
+    const onFail = () => finish(req.complete);
+    const timer = setTimeout(() => finish(false), DRAIN_TIMEOUT_MS);
+    timer.unref?.();
+    req.on("data", count);
+    req.on("end", onEnd);
+    req.on("error", onFail);
+    req.on("close", onFail);
+    req.resume();
+  });
+}
+
+/**
+ * Sends `response` once the request body is read. An answer given before the body was read (a
+ * 413, a 401 or a 405 for a large upload) is useless if the connection is closed while the sender
+ * is still writing: it gets EPIPE or a reset, never the status, and retries a request that cannot
+ * succeed. So the rest of the body is read and thrown away first (bounded); past the bound the
+ * answer goes out with `connection: close`, and the socket is closed once it is written.
+ */
+async function answer(req: IncomingMessage, res: ServerResponse, response: Response, drainBytes: number): Promise<void> {
+  const ended = await drainRequest(req, drainBytes);
+  if (res.headersSent || res.destroyed) return;
+  if (!ended) {
+    send(res, { ...response, headers: { ...response.headers, connection: "close" } });
+    res.once("finish", () => req.socket.destroySoon?.());
+    return;
+  }
+  send(res, response);
+}
+
 export function send(res: ServerResponse, response: Response): void {
   const headers: Record<string, string> = { ...response.headers };
   let payload: string | Buffer | undefined;
@@ -197,9 +249,12 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
     throw new HttpError(404, "not_found", `No route for ${method} ${url.pathname}.`);
   };
 
+  // What an early answer (413, 401, 405…) reads and discards of a body still arriving.
+  const drainBytes = Math.max(8 * limit, DRAIN_AT_LEAST_BYTES);
+
   return (req, res) => {
     dispatch(req)
-      .then((response) => send(res, response))
+      .then((response) => answer(req, res, response, drainBytes))
       .catch((error: unknown) => {
         let httpError = error instanceof HttpError ? error : options.mapError?.(error);
         if (!httpError) {
@@ -207,8 +262,8 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
           failuresOf(options.logger).record(`http:500:${req.method} /${path.split("/")[1] ?? ""}`, "error", { err: error, method: req.method, path }, "unhandled error in request");
           httpError = new HttpError(500, "internal_error", "Internal error; the server log has the details.");
         }
-        if (!res.headersSent) send(res, errorResponse(httpError));
-        else res.end();
+        if (!res.headersSent) return answer(req, res, errorResponse(httpError), drainBytes);
+        res.end();
       });
   };
 }
