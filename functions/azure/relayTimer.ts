@@ -4,21 +4,15 @@
  * `import()` of a module it reaches into a chunk, even where tree shaking drops the caller.
  */
 import type { Timer } from "@azure/functions";
-import { drainOutbox, type DrainSummary } from "../../shared/cloud/drainOutbox.js";
-import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
-import { relayFor } from "../../shared/cloud/relay.js";
+import type { DrainSummary } from "../../shared/cloud/drainOutbox.js";
+import { runScheduledRelay } from "../../shared/cloud/relay.js";
 import type { AzureRuntime } from "./runtime.js";
 
-/** Timer trigger: drain until `budgetSeconds` is nearly spent. */
+/**
+ * Timer trigger: the alert scan (alerts go to ALERT_WEBHOOK_URL when the stack sets it), then
+ * drain until `budgetSeconds` is nearly spent.
+ */
 export async function relayTimer(runtime: AzureRuntime, _timer: Timer, budgetSeconds = runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS): Promise<DrainSummary> {
   const deadline = Date.now() + budgetSeconds * 1000;
-  const db = await runtime.database();
-  const { relay, purge, passReserveMs, close } = relayFor(db, runtime.tuning, runtime.logger);
-  try {
-    const summary = await drainOutbox({ relay, purge, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, runtime.tuning, runtime.logger), remainingMs: () => deadline - Date.now() });
-    runtime.logger.info(summary, "relay run finished");
-    return summary;
-  } finally {
-    await close();
-  }
+  return runScheduledRelay(await runtime.database(), runtime.tuning, runtime.logger, () => deadline - Date.now());
 }
