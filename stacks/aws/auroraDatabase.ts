@@ -4,6 +4,7 @@
  * (`manage_master_user_password`: the password never appears in Terraform, and only the migrate
  * function reads it), IAM database authentication for the application role, backups kept.
  */
+import { Token } from "cdktf";
 import { Construct } from "constructs";
 import { DbSubnetGroup } from "@cdktf/provider-aws/lib/db-subnet-group/index.js";
 import { RdsCluster } from "@cdktf/provider-aws/lib/rds-cluster/index.js";
@@ -15,7 +16,8 @@ export const DATABASE_NAME = "webhooks";
 
 export class AuroraDatabase extends Construct {
   readonly endpoint: string;
-  readonly port: number;
+  /** The cluster's port (5432), as a reference: the functions dial what the cluster says. */
+  readonly port: string;
   /** ARN of the RDS-managed secret holding `{"username","password"}`. */
   readonly credentialsSecretArn: string;
   readonly clusterResourceId: string;
@@ -74,7 +76,7 @@ export class AuroraDatabase extends Construct {
       autoMinorVersionUpgrade: true,
     });
     this.endpoint = cluster.endpoint;
-    this.port = 5432;
+    this.port = Token.asString(cluster.port);
     this.credentialsSecretArn = cluster.masterUserSecret.get(0).secretArn;
     this.clusterResourceId = cluster.clusterResourceId;
   }

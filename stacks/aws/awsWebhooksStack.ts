@@ -79,7 +79,7 @@ export class AwsWebhooksStack extends TerraformStack {
     const inVpc = (securityGroupId: string) => ({ subnetIds: network.privateSubnetIds, securityGroupIds: [securityGroupId] });
     const databaseEnv = {
       WEBHOOKS_DATABASE_HOST: database.endpoint,
-      WEBHOOKS_DATABASE_PORT: String(database.port),
+      WEBHOOKS_DATABASE_PORT: database.port,
       WEBHOOKS_DATABASE_NAME: DATABASE_NAME,
       WEBHOOKS_DATABASE_USER: APP_DATABASE_USER,
       WEBHOOKS_DATABASE_TLS: "verify-full",

@@ -1,0 +1,355 @@
+/**
+ * Must-show 1, AWS: the stack's cdk.tf.json, synthesized from the real bundles, started as Lambda
+ * would start it. Each Lambda function's bundle runs in its own Node 22 process with exactly the
+ * environment the stack gives it and the handler its `handler` attribute names; every `${…}`
+ * reference is resolved to a local stand-in (an unknown one fails the test):
+ * - SQS, S3 and Secrets Manager: moto, in the stack's region, with the names the stack gives
+ *   (AWS_ENDPOINT_URL points the SDKs there);
+ * - Aurora: a TLS-only PostgreSQL 15 with a private CA, dialled as `localhost` with verify-full;
+ *   the CA is what the stand-in for the runtime's Amazon CA bundle (`/var/runtime/ca-cert.pem`,
+ *   which NODE_EXTRA_CA_CERTS names) holds, so a stack that stops setting it fails here;
+ * - the Lambda runtime adds what it adds on AWS: region, credentials, the function's name.
+ * Only the test adds ALLOWED_DESTINATIONS=127.0.0.1,::1,localhost to the relay (the receivers are
+ * local; on AWS the SSRF policy refuses them, as it should).
+ *
+ * What it cannot reproduce: IAM evaluation (the roles' policies, rds-db:connect, the bucket
+ * policy), the IAM token check itself (webhooks_app is let in without a password: the token the
+ * function signs is sent, not checked), the VPC, NAT gateway and security groups, API Gateway
+ * (its 10 MB limit, throttling, the route; the event is built here as payload 2.0), Lambda's
+ * 6 MB invocation limit, the event source mapping (test/support/sqsEventSource.ts plays it),
+ * EventBridge Scheduler (the relay is invoked as it would be), SNS e-mail, and Aurora itself.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { Webhook } from "standardwebhooks";
+import type { TerraformJson } from "../../stacks/app.js";
+import { block, resourceAt, type SynthResource } from "../../stacks/terraformJson.js";
+import { openPostgres } from "../../shared/db/postgres.js";
+import type { Database } from "../../shared/db/port.js";
+import { enqueue } from "../../shared/outbound/enqueue.js";
+import { createSubscription } from "../../shared/outbound/subscriptions.js";
+import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
+import { pollOnce } from "../support/sqsEventSource.js";
+import { orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
+import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
+import { skipUnlessNode22 } from "./support/node22.js";
+import { parseReference, resolveRefs } from "./support/terraformRefs.js";
+import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
+import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
+
+const run = promisify(execFile);
+const DRIVER = fileURLToPath(new URL("./drivers/aws.mjs", import.meta.url));
+/** The Lambda runtime's Amazon CA bundle; here, a file holding the stand-ins' private CAs. */
+const LAMBDA_CA_BUNDLE = "/var/runtime/ca-cert.pem";
+const ALERT_SECRET = `whsec_${Buffer.from("wiring-alert-secret-32-bytes!!!!").toString("base64")}`;
+const SUBSCRIBER_SECRET = `whsec_${Buffer.from("wiring-subscriber-secret-32bytes").toString("base64")}`;
+
+interface Received { path: string; type?: string; verified: boolean; body: string }
+
+/** A receiver that verifies each request's Standard Webhooks signature with `secret` (standardwebhooks), answering `status(path)`. */
+function verifyingHandler(secret: string, received: Received[], status: (path: string) => number) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      let verified = false;
+      try {
+        new Webhook(secret).verify(body, req.headers as Record<string, string>);
+        verified = true;
+      } catch { /* recorded as unverified */ }
+      received.push({ path: req.url ?? "/", type: (JSON.parse(body) as { type?: string }).type, verified, body });
+      res.writeHead(status(req.url ?? "/")).end();
+    });
+  };
+}
+
+/** A private CA and a certificate for `localhost`, for the HTTPS alert receiver (alertWebhookUrl must be https). */
+async function localhostCertificate(dir: string): Promise<{ ca: string; key: string; cert: string }> {
+  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
+  await ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=wiring alert receiver CA",
+    "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+  await ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr");
+  writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  await ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "server.ext");
+  const read = (f: string) => readFileSync(join(dir, f), "utf8");
+  return { ca: read("ca.pem"), key: read("server.key"), cert: read("server.crt") };
+}
+
+/** Listens on 127.0.0.1 and, when the machine has it, ::1 (on one port): `localhost` may resolve to either. */
+async function listenLocal(make: () => ReturnType<typeof createHttpServer>): Promise<{ port: number; close(): Promise<void> }> {
+  const v4 = make();
+  await new Promise<void>((resolve) => v4.listen(0, "127.0.0.1", resolve));
+  const port = (v4.address() as AddressInfo).port;
+  const v6 = make();
+  const has6 = await new Promise<boolean>((resolve) => { v6.once("error", () => resolve(false)); v6.listen(port, "::1", () => resolve(true)); });
+  const servers = has6 ? [v4, v6] : [v4];
+  return { port, close: async () => { for (const s of servers) { s.closeAllConnections(); await new Promise((r) => s.close(r)); } } };
+}
+
+function apiEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
+  return {
+    version: "2.0",
+    routeKey: "POST /webhooks/{partner}",
+    rawPath: `/webhooks/${partner}`,
+    rawQueryString: "",
+    headers: delivery.headers,
+    pathParameters: { partner },
+    isBase64Encoded: false,
+    body: delivery.body,
+    requestContext: {
+      accountId: "123456789012", apiId: "wiring", domainName: "wiring.execute-api.eu-west-1.amazonaws.com", domainPrefix: "wiring",
+      http: { method: "POST", path: `/webhooks/${partner}`, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "partner" },
+      requestId: "req", routeKey: "POST /webhooks/{partner}", stage: "$default", time: "", timeEpoch: Date.now(),
+    },
+  };
+}
+
+let skip: string | undefined;
+let stack: BuiltStack;
+let json: TerraformJson;
+let pg: TlsPostgres;
+let admin: Database;
+let sqs: SQSClient;
+let region: string;
+let queueUrl: string;
+let queueArn: string;
+let caBundle: string;
+let refs: Map<string, string>;
+const processes: FunctionProcess[] = [];
+const closers: (() => Promise<void>)[] = [];
+const received: Received[] = [];
+const alerts: Received[] = [];
+let subscriberUrl: string;
+
+const functionAt = (suffix: string) => resourceAt(json, "aws_lambda_function", suffix);
+const key = (r: SynthResource, attribute: string) => `${r.type}.${r.name}.${attribute}`;
+
+/** The environment Lambda would give `fn`: the stack's variables resolved, plus what the runtime itself sets. */
+function lambdaEnvironment(fn: SynthResource, variables = block(fn.body.environment).variables as Record<string, string>): Record<string, string> {
+  const resolved = resolveRefs(variables, (expression) => {
+    const ref = parseReference(expression);
+    return ref ? refs.get(`${ref.type}.${ref.name}.${ref.path.join(".")}`) : undefined;
+  }, `${fn.path} environment`);
+  // The runtime's file system: its CA bundle is where the stand-ins' CAs are.
+  if (resolved.NODE_EXTRA_CA_CERTS === LAMBDA_CA_BUNDLE) resolved.NODE_EXTRA_CA_CERTS = caBundle;
+  return {
+    ...resolved,
+    AWS_REGION: region,
+    AWS_DEFAULT_REGION: region,
+    AWS_ACCESS_KEY_ID: MOTO_CLIENT_CONFIG.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: MOTO_CLIENT_CONFIG.credentials.secretAccessKey,
+    AWS_LAMBDA_FUNCTION_NAME: String(fn.body.function_name),
+    AWS_ENDPOINT_URL: MOTO_URL,
+  };
+}
+
+async function start(suffix: string, options: { extraEnv?: Record<string, string>; env?: Record<string, string>; handler?: string } = {}): Promise<FunctionProcess> {
+  const fn = functionAt(suffix);
+  const name = suffix.split("/").at(-2)!;
+  const fp = await startFunctionProcess({
+    driver: DRIVER,
+    bundleDir: stack.bundleDir(name),
+    env: { ...(options.env ?? lambdaEnvironment(fn)), ...options.extraEnv },
+    args: [options.handler ?? String(fn.body.handler), String(fn.body.timeout), String(fn.body.function_name)],
+  });
+  processes.push(fp);
+  return fp;
+}
+
+beforeAll(async () => {
+  skip = (await skipUnlessAvailable("moto_server", MOTO_URL, motoAvailable)) ?? tlsPostgresUnavailable() ?? (await skipUnlessNode22());
+  if (skip) {
+    if (process.env.CI && process.env.CI !== "false") throw new Error(`${skip}. CI must run the wiring tests.`);
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), "wiring-aws-"));
+  const tls = await localhostCertificate(dir);
+  const alertServer = await listenLocal(() => createHttpsServer({ key: tls.key, cert: tls.cert }, verifyingHandler(ALERT_SECRET, alerts, () => 204)) as unknown as ReturnType<typeof createHttpServer>);
+  closers.push(alertServer.close);
+  // The subscriber: /ok accepts, /broken answers 400 (a permanent failure: dead at once).
+  const subscriber = await listenLocal(() => createHttpServer(verifyingHandler(SUBSCRIBER_SECRET, received, (path) => (path === "/broken" ? 400 : 200))));
+  closers.push(subscriber.close);
+  subscriberUrl = `http://127.0.0.1:${subscriber.port}`;
+
+  pg = await startTlsPostgres({ trustRoles: ["webhooks_app"], mimicAurora: true });
+  closers.push(() => pg.stop());
+  caBundle = join(dir, "ca-cert.pem");
+  writeFileSync(caBundle, `${pg.caPem}\n${tls.ca}`);
+
+  stack = await synthBuilt("aws", { alertWebhookUrl: `https://localhost:${alertServer.port}/alerts`, alertEmail: "ops@example.com" });
+  json = stack.json;
+  region = String((json.provider as { aws: { region: string }[] }).aws[0]!.region);
+  const client = { ...MOTO_CLIENT_CONFIG, region };
+  sqs = new SQSClient(client);
+  const secrets = new SecretsManagerClient(client);
+  const putSecret = async (name: string, value: string) => {
+    try {
+      return (await secrets.send(new CreateSecretCommand({ Name: name, SecretString: value }))).ARN!;
+    } catch {
+      return (await secrets.send(new PutSecretValueCommand({ SecretId: name, SecretString: value }))).ARN!;
+    }
+  };
+  const queueOf = async (r: SynthResource, attributes: Record<string, string> = {}) => {
+    const url = (await sqs.send(new CreateQueueCommand({ QueueName: String(r.body.name), Attributes: attributes }))).QueueUrl!;
+    await sqs.send(new PurgeQueueCommand({ QueueUrl: url })).catch(() => {});
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+    return { url, arn };
+  };
+
+  const dlqResource = resourceAt(json, "aws_sqs_queue", "queue/dlq");
+  const queueResource = resourceAt(json, "aws_sqs_queue", "queue/queue");
+  const dlq = await queueOf(dlqResource);
+  const redrive = String(queueResource.body.redrive_policy).replace(/\$\{[^}]+\}/, dlq.arn);
+  const main = await queueOf(queueResource, { RedrivePolicy: redrive, VisibilityTimeout: "5" });
+  queueUrl = main.url;
+  queueArn = main.arn;
+  const bucket = `${String(resourceAt(json, "aws_s3_bucket", "claim-checks/bucket").body.bucket_prefix)}${Date.now().toString(36)}`;
+  await new S3Client({ ...client, forcePathStyle: true }).send(new CreateBucketCommand({ Bucket: bucket, CreateBucketConfiguration: { LocationConstraint: region as never } }));
+  const partnerSecret = resourceAt(json, "aws_secretsmanager_secret", "secrets/partner-secrets");
+  const alertSecret = resourceAt(json, "aws_secretsmanager_secret", "secrets/alert-webhook-secret");
+  const cluster = resourceAt(json, "aws_rds_cluster", "database/cluster");
+  // RDS keeps the master secret under its own name; its content is the admin's credentials.
+  const masterSecretArn = await putSecret(`rds!cluster-wiring-${Date.now().toString(36)}`, JSON.stringify({ username: cluster.body.master_username, password: pg.adminPassword }));
+
+  refs = new Map([
+    [key(queueResource, "url"), main.url],
+    [key(dlqResource, "url"), dlq.url],
+    [key(resourceAt(json, "aws_s3_bucket", "claim-checks/bucket"), "bucket"), bucket],
+    [key(partnerSecret, "arn"), await putSecret(String(partnerSecret.body.name), PARTNERS_JSON)],
+    [key(alertSecret, "arn"), await putSecret(String(alertSecret.body.name), ALERT_SECRET)],
+    [key(cluster, "endpoint"), "localhost"],
+    [key(cluster, "port"), String(pg.port)],
+    [key(cluster, "master_user_secret.0.secret_arn"), masterSecretArn],
+  ]);
+  admin = openPostgres({ connectionString: pg.adminUrl, ssl: pg.ssl, max: 2 });
+}, 240_000);
+
+afterAll(async () => {
+  for (const fp of processes) await fp.stop();
+  await admin?.close();
+  for (const close of closers.reverse()) await close().catch(() => {});
+});
+
+const inbox = async (eventId: string) =>
+  (await admin.query<{ status: string }>("SELECT status FROM inbox_entries WHERE partner_event_id = $1", [eventId])).rows[0]?.status;
+
+describe("AWS wiring: the synthesized stack's functions on Node 22 with local stand-ins", () => {
+  let processor: FunctionProcess;
+  let relay: FunctionProcess;
+  const relayTick = () => relay.invoke<{ deliveriesAttempted: number; alertsRaised?: number; alertError?: string }>("invoke", {});
+
+  it("migrate runs first, as the deploy's aws_lambda_invocation does, and prepares webhooks_app for IAM logins", async (t) => {
+    if (skip) return t.skip();
+    const invocation = resourceAt(json, "aws_lambda_invocation", "migration/run");
+    const migrate = await start("migration/migrate/function");
+    expect(migrate.version).toMatch(/^v22\./);
+    const result = await migrate.invoke<{ applied: string[]; appRole: string }>("invoke", JSON.parse(String(invocation.body.input)));
+    expect(result.appRole).toBe("webhooks_app");
+    expect(result.applied.length).toBeGreaterThan(0);
+    const role = await admin.query<{ iam: boolean; superuser: boolean }>(
+      "SELECT pg_has_role('webhooks_app', 'rds_iam', 'MEMBER') AS iam, rolsuper AS superuser FROM pg_roles WHERE rolname = 'webhooks_app'");
+    expect(role.rows[0]).toEqual({ iam: true, superuser: false });
+    // Again, as a later deploy would: nothing left to apply.
+    expect((await migrate.invoke<{ applied: string[] }>("invoke", {})).applied).toEqual([]);
+  }, 120_000);
+
+  it("a signed webhook: API Gateway event → ingest → SQS → processor (SQS event) → inbox processed, as webhooks_app over verified TLS", async (t) => {
+    if (skip) return t.skip();
+    const ingest = await start("ingress/ingest/function");
+    processor = await start("workers/processor/function");
+    const small = `evt_wiring_${Date.now()}`;
+    const big = `evt_wiring_big_${Date.now()}`;
+    const answer = await ingest.invoke<{ statusCode: number; body: string }>("invoke", apiEvent("shop", signedDelivery(small, orderEvent("o-wiring", "order.created"))));
+    expect(answer.statusCode).toBe(202);
+    // Above the queue's 256 KiB, under the stack's MAX_INBOUND_BODY_BYTES: by claim-check through S3.
+    const large = await ingest.invoke<{ statusCode: number; body: string }>("invoke",
+      apiEvent("shop", signedDelivery(big, orderEvent("o-wiring-big", "order.created", { note: "x".repeat(1024 * 1024) }))));
+    expect(large.statusCode).toBe(202);
+    expect(JSON.parse(large.body)).toMatchObject({ claimCheck: true });
+    for (let i = 0; i < 50 && ((await inbox(small)) !== "processed" || (await inbox(big)) !== "processed"); i++) {
+      const r = await pollOnce(sqs, queueUrl, queueArn, (event) => processor.invoke("invoke", event));
+      expect(r.failed, processor.output().slice(-3000)).toEqual([]);
+    }
+    expect(await inbox(small)).toBe("processed");
+    expect(await inbox(big)).toBe("processed");
+    // The processor's pooled connections: the role the stack names, over TLS (seen by the superuser).
+    const su = pg.superuser();
+    await su.connect();
+    try {
+      const sessions = await su.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.usename = 'webhooks_app' AND s.ssl");
+      expect(sessions.rows[0]!.n).toBeGreaterThan(0);
+    } finally {
+      await su.end();
+    }
+  }, 120_000);
+
+  it("an outbox event → the relay (invoked as the scheduler does) → delivered to a receiver that verifies the signature", async (t) => {
+    if (skip) return t.skip();
+    // The receivers are on this machine: only here may the relay reach them.
+    relay = await start("relay/relay/function", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    await createSubscription(admin, { url: `${subscriberUrl}/ok`, eventTypes: ["order.shipped"], secrets: [SUBSCRIBER_SECRET] });
+    const { eventId: id } = await enqueue(admin, { type: "order.shipped", data: { order_id: "o-wiring" } });
+    const summary = await relayTick();
+    expect(summary.deliveriesAttempted, relay.output().slice(-3000)).toBeGreaterThan(0);
+    const delivered = received.filter((r) => r.path === "/ok" && r.type === "order.shipped");
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]!.verified).toBe(true);
+    expect(delivered[0]!.body).toContain(id);
+  }, 120_000);
+
+  it("a dead letter → an alert delivered to ALERT_WEBHOOK_URL, signed with the secret from Secrets Manager", async (t) => {
+    if (skip) return t.skip();
+    await createSubscription(admin, { url: `${subscriberUrl}/broken`, eventTypes: ["order.refunded"], secrets: [SUBSCRIBER_SECRET] });
+    await enqueue(admin, { type: "order.refunded", data: { order_id: "o-wiring" } });
+    for (let i = 0; i < 5 && !alerts.some((a) => a.type === "alert.dead_letter"); i++) {
+      const summary = await relayTick();
+      expect(summary.alertError, relay.output().slice(-3000)).toBeUndefined();
+    }
+    const alert = alerts.find((a) => a.type === "alert.dead_letter");
+    expect(alert, relay.output().slice(-3000)).toBeDefined();
+    expect(alert!.path).toBe("/alerts");
+    expect(alert!.verified).toBe(true);
+  }, 120_000);
+});
+
+describe("AWS wiring: where the stack and a function disagree, the function refuses", () => {
+  /** The relay's stack environment with one change, as a stack bug would make it. */
+  const relayWith = (change: (variables: Record<string, string>) => void) => {
+    const variables = { ...(block(functionAt("relay/relay/function").body.environment).variables as Record<string, string>) };
+    change(variables);
+    return lambdaEnvironment(functionAt("relay/relay/function"), variables);
+  };
+  const cases: [string, () => { env?: Record<string, string>; handler?: string }, RegExp][] = [
+    ["a setting name the function does not know", () => ({ env: relayWith((v) => { v.WEBHOOKS_DATABASE_SSL = v.WEBHOOKS_DATABASE_TLS!; delete v.WEBHOOKS_DATABASE_TLS; }) }), /does not know WEBHOOKS_DATABASE_SSL/],
+    ["no NODE_EXTRA_CA_CERTS (Amazon's CA bundle not loaded)", () => ({ env: relayWith((v) => { delete v.NODE_EXTRA_CA_CERTS; }) }), /self.signed|unable to (get|verify)/i],
+    ["TLS off", () => ({ env: relayWith((v) => { v.WEBHOOKS_DATABASE_TLS = "disable"; }) }), /pg_hba|no encryption|reject/i],
+    ["another role (not the one migrate prepared)", () => ({ env: relayWith((v) => { v.WEBHOOKS_DATABASE_USER = "webhooks_reader"; }) }), /password authentication failed|webhooks_reader/],
+  ];
+  for (const [what, variant, refusal] of cases) {
+    it(`${what}`, async (t) => {
+      if (skip) return t.skip();
+      const fp = await start("relay/relay/function", variant());
+      await expect(fp.invoke("invoke", {})).rejects.toThrow(refusal);
+    }, 60_000);
+  }
+
+  it("a handler the bundle does not export", async (t) => {
+    if (skip) return t.skip();
+    await expect(start("relay/relay/function", { handler: "index.main" })).rejects.toThrow(/HandlerNotFound: index\.main/);
+  }, 60_000);
+
+});
