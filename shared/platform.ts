@@ -62,7 +62,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
           await db.query("SELECT 1");
           return { status: 200, body: { status: "ok", database: db.kind } };
         } catch {
-          return { status: 503, body: { status: "unavailable", database: db.kind } };
+          return { status: 503, headers: { "retry-after": "5" }, body: { status: "unavailable", database: db.kind } };
         }
       },
     },
