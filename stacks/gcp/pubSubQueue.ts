@@ -74,11 +74,14 @@ export class PubSubQueue extends Construct {
       role: "roles/pubsub.subscriber",
       member: serviceAgent,
     });
-    // The service agent mints the push OIDC token as the push account.
+    // The service agent mints the push OIDC token as the push account. Pub/Sub creates its agent
+    // when the API is enabled: waiting for the topic waits for pubsub.googleapis.com (the type
+    // itself waits for iam and iamcredentials, see projectApis.ts).
     new ServiceAccountIamMember(this, "agent-mints-push-token", {
       serviceAccountId: props.pushServiceAccountId,
       role: "roles/iam.serviceAccountTokenCreator",
       member: serviceAgent,
+      dependsOn: [this.topic],
     });
   }
 

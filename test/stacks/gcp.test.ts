@@ -212,6 +212,12 @@ describe("GCP #5: resources wait for the APIs they need, IAM included", () => {
     expect(enabled).toEqual(expect.arrayContaining(["iam.googleapis.com", "iamcredentials.googleapis.com", "cloudresourcemanager.googleapis.com"]));
   });
 
+  it("makes the Pub/Sub service agent's token-creator grant wait for Pub/Sub (which creates the agent) as well as IAM", () => {
+    const grant = resourceAt(json, "google_service_account_iam_member", "queue/agent-mints-push-token").body.depends_on as string[];
+    expect(grant).toEqual(expect.arrayContaining([expect.stringMatching(/^google_pubsub_topic\.queue_topic_/), expect.stringMatching(/^google_project_service\.apis_iam_/)]));
+    expect(resourceAt(json, "google_pubsub_topic", "queue/topic").body.depends_on).toEqual([expect.stringMatching(/^google_project_service\.apis_pubsub_/)]);
+  });
+
   it("makes every resource depend on each API its type needs", () => {
     for (const r of allResources(json)) {
       for (const api of apisFor(r.type) ?? []) expect((r.body.depends_on as string[] | undefined)?.some((d) => d.startsWith(`google_project_service.apis_${api}_`)), `${r.path} waits for ${api}`).toBe(true);
@@ -282,6 +288,12 @@ describe("GCP #11: no unused grants", () => {
   it("gives the processor read on the claim-check bucket only", () => {
     const grants = resourcesOf(json, "google_storage_bucket_iam_member").filter((m) => String(m.body.member).includes("identities_processor"));
     expect(grants.map((g) => g.body.role)).toEqual(["roles/storage.objectViewer"]);
+  });
+
+  it("lets the processor publish to the dead-letter topic only (it never publishes to the inbound topic)", () => {
+    const inbound = resourceAt(json, "google_pubsub_topic", "queue/topic");
+    const onInbound = resourcesOf(json, "google_pubsub_topic_iam_member").filter((m) => references(m.body.topic, inbound, "name"));
+    expect(onInbound.map((m) => m.body.member)).toEqual([expect.stringContaining("identities_ingest")]);
   });
 
   it("grants roles/cloudsql.client to no one (the functions dial the private IP, not the Admin API)", () => {
