@@ -45,8 +45,14 @@ const shape = {
   WEBHOOKS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(900)), 30),
 };
 
+/** Settings only the Functions host reads: the binding expressions of the timer triggers (`%…%`). */
+const HOST_SETTINGS = new Set(["WEBHOOKS_RELAY_SCHEDULE", "WEBHOOKS_MIGRATE_SCHEDULE"]);
+
 export type AzureSettings = ReturnType<typeof readAzureSettings>;
+/** The settings; a `WEBHOOKS_*` setting this code does not know (a stack and function disagreeing on a name) stops the cold start. */
 export function readAzureSettings(env: Record<string, string | undefined> = process.env) {
+  const unknown = Object.keys(env).filter((k) => k.startsWith("WEBHOOKS_") && !(k in shape) && !HOST_SETTINGS.has(k));
+  if (unknown.length > 0) throw new FunctionConfigError(`The Azure function does not know ${unknown.join(", ")}: a stack and function disagreeing on a setting's name? (known: ${Object.keys(shape).filter((k) => k.startsWith("WEBHOOKS_")).join(", ")})`);
   return readSettings(shape, env, "Azure");
 }
 
