@@ -109,6 +109,11 @@ export const stackConfigSchema = z.object({
    * Cloud SQL's own default for the default tier (3.75 GB) is 100. Default: 100.
    */
   cloudSqlMaxConnections: int(25, 10_000).default(100),
+  /**
+   * GCP: Terraform's `deletion_protection` on the Cloud SQL instance. Turn it off (and apply) only to
+   * destroy the stack (docs/deploy-gcp.md). Default: true.
+   */
+  cloudSqlDeletionProtection: bool.default(true),
 });
 
 export type StackConfig = z.infer<typeof stackConfigSchema>;

@@ -59,7 +59,7 @@ export class CloudSqlDatabase extends Construct {
       name: `${props.prefix}-pg`,
       region: props.region,
       databaseVersion: "POSTGRES_16",
-      deletionProtection: true,
+      deletionProtection: config.cloudSqlDeletionProtection,
       settings: {
         tier: config.cloudSqlTier,
         userLabels: props.labels,

@@ -76,6 +76,11 @@ describe("GCP stack: database", () => {
     expect(instance.deletion_protection).toBe(true);
     expect(instance.database_version).toBe("POSTGRES_16");
   });
+
+  it("lets deletion protection be turned off for a teardown (cloudSqlDeletionProtection=false)", () => {
+    const j = synthStack("gcp", { cloudSqlDeletionProtection: "false" });
+    expect(resourcesOf(j, "google_sql_database_instance")[0]!.body.deletion_protection).toBe(false);
+  });
 });
 
 describe("GCP stack: functions, schedule, secrets, identities", () => {
