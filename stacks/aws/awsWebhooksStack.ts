@@ -3,7 +3,7 @@
  * architecture: network, secrets, queue, database, observability, identities, migration,
  * workers, relay, ingress, outputs.
  */
-import { TerraformOutput, TerraformStack } from "cdktf";
+import { TerraformOutput, TerraformStack, type ITerraformDependable } from "cdktf";
 import type { Construct } from "constructs";
 import { AwsProvider } from "@cdktf/provider-aws/lib/provider/index.js";
 import { DataAwsCallerIdentity } from "@cdktf/provider-aws/lib/data-aws-caller-identity/index.js";
@@ -85,13 +85,14 @@ export class AwsWebhooksStack extends TerraformStack {
       WEBHOOKS_DATABASE_TLS: "verify-full",
       NODE_EXTRA_CA_CERTS: LAMBDA_CA_BUNDLE,
     };
-    const fn = (name: AwsFunctionName, artifactDir: string, environment: Record<string, string>, vpc?: ReturnType<typeof inVpc>) => ({
+    const fn = (name: AwsFunctionName, artifactDir: string, environment: Record<string, string>, vpc?: ReturnType<typeof inVpc>, after?: ITerraformDependable[]) => ({
       functionName: `${prefix}-${name}`,
       artifactDir,
       roleArn: roles.roleArns[name],
       logGroupName: logs[name].name,
       environment,
       vpc,
+      after,
     });
 
     const migration = new DatabaseMigration(this, "migration", {
@@ -116,6 +117,8 @@ export class AwsWebhooksStack extends TerraformStack {
           ...(config.awsDirectQueueIngress ? { WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn } : {}),
         },
         inVpc(network.workerSecurityGroupId),
+        // New code after the migration it expects (expand the schema first, then deploy the code).
+        [migration.done],
       ),
     });
     const alertEnv: Record<string, string> =
@@ -125,7 +128,7 @@ export class AwsWebhooksStack extends TerraformStack {
       config,
       roles,
       after: [migration.done],
-      function: fn("relay", artifacts.relay, { ...databaseEnv, ...alertEnv }, inVpc(network.relaySecurityGroupId)),
+      function: fn("relay", artifacts.relay, { ...databaseEnv, ...alertEnv }, inVpc(network.relaySecurityGroupId), [migration.done]),
     });
     const ingress = new HttpIngress(this, "ingress", {
       prefix,

@@ -3,8 +3,8 @@
  * allowed to read that secret), applies the migrations and prepares the application role
  * `webhooks_app` (IAM login, rows only). Terraform invokes it on every apply that changes its
  * code (the migrations are bundled in it), after the writer instance and the NAT route exist; the
- * processor's queue mapping and the relay's schedule wait for it, so nothing reads the queue or
- * the outbox before the schema is there. A failed migration fails the apply, with the function's
+ * processor and relay (their code, the queue mapping, the schedule) wait for it, so nothing reads
+ * the queue or the outbox before the schema is there, and new code never runs on an old schema. A failed migration fails the apply, with the function's
  * error. Rerun by hand: `aws lambda invoke --function-name <prefix>-migrate /dev/stdout`.
  */
 import { Construct } from "constructs";

@@ -2,7 +2,7 @@
  * A Node.js 22 Lambda function from a built artifact directory: zipped by a TerraformAsset,
  * X-Ray tracing active, JSON logs into the log group Observability created.
  */
-import { Fn } from "cdktf";
+import { Fn, type ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
 import { functionAsset } from "../functionAsset.js";
 import { LambdaFunction } from "@cdktf/provider-aws/lib/lambda-function/index.js";
@@ -18,6 +18,8 @@ export interface NodeFunctionProps {
   /** Plain settings only: names, URLs, ARNs. Secret values are read from Secrets Manager. */
   environment: Record<string, string>;
   vpc?: { subnetIds: string[]; securityGroupIds: string[] };
+  /** What must be in place before this code is deployed (the migration its code expects). */
+  after?: ITerraformDependable[];
 }
 
 export class NodeFunction extends Construct {
@@ -40,6 +42,7 @@ export class NodeFunction extends Construct {
       tracingConfig: { mode: "Active" },
       loggingConfig: { logFormat: "JSON", logGroup: props.logGroupName },
       vpcConfig: props.vpc,
+      dependsOn: props.after,
     });
   }
 }

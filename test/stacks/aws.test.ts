@@ -268,6 +268,8 @@ describe("AWS stack: issue 12 fixes", () => {
     const ran = `${invocation.type}.${invocation.name}`;
     expect(resourcesOf(json, "aws_lambda_event_source_mapping")[0]!.body.depends_on).toContain(ran);
     expect(resourcesOf(json, "aws_scheduler_schedule")[0]!.body.depends_on).toContain(ran);
+    // A later deploy: the processor's and relay's new code only after the migration it expects.
+    for (const suffix of ["workers/processor/function", "relay/relay/function"]) expect(fn(json, suffix).body.depends_on, suffix).toContain(ran);
   });
 
   it("#10 no AWS-managed policy: the VPC roles get the network-interface actions only, and no logs action on *", () => {
