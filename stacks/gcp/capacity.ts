@@ -8,8 +8,8 @@ import { relayBudgetSeconds, type StackConfig, StackConfigError } from "../confi
 
 /**
  * Largest inbound body the ingest function accepts. API Gateway takes requests of 32 megabytes
- * (headers up to 60 KB), Cloud Run 32 MiB over HTTP/1, the Functions Framework parses 32 MB:
- * 30 MiB stays under all three whichever megabyte is meant. Bodies over what one publish carries
+ * (headers up to 60 KB), Cloud Run 32 MiB over HTTP/1 (the Functions Framework's parser allows
+ * 1024 MB, leaving the limit to them): 30 MiB stays under both whichever megabyte is meant. Bodies over what one publish carries
  * (7.5 MB, see shared/queue/pubsubPublisher.ts) go by claim-check.
  */
 export const GCP_MAX_INBOUND_BODY_BYTES = 30 * 1024 * 1024;
