@@ -172,6 +172,25 @@ describe("AWS functions on moto and PostgreSQL", () => {
     await db.close();
   });
 
+  it("direct ingress: a deferral is acked and left to the inbox (a re-sent copy would fail its signature's tolerance)", async (t) => {
+    if (skip) return t.skip();
+    const direct = createAwsRuntime({ ...runtimeEnv, WEBHOOKS_VERIFY_IN_PROCESSOR: "true" }, queueAndClaimChecks);
+    const eventId = `evt_direct_${suffix}`;
+    const delivery = signedDelivery(eventId, orderEvent(`o-direct-${suffix}`, "order.paid"));
+    // What API Gateway's SQS-SendMessage integration queues: the raw body, the partner and the signature headers as attributes.
+    const attributes = { partner: "shop", ...delivery.headers };
+    await sqs.send(new SendMessageCommand({
+      QueueUrl: queueUrl, MessageBody: delivery.body,
+      MessageAttributes: Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: "String", StringValue: v }])),
+    }));
+    const r = await eventually("the direct message to be received", async () => { const b = await pollOnce(sqs, queueUrl, queueArn, (e) => handleProcessor(direct, e)); return b.records > 0 && b; });
+    expect(r.failed).toEqual([]);
+    expect(await depth(queueUrl)).toBe(0);
+    const db = await direct.database();
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "deferred" });
+    await db.close();
+  });
+
   it("a payload over the SQS limit travels by claim-check through S3", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_big_${suffix}`;
