@@ -10,6 +10,7 @@
  * woken by NOTIFY again: its LISTEN connection is back, and with the poll backstop at 60 s an event
  * still arrives at once. PostgreSQL only: the embedded database has no server to lose.
  */
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { openDatabase } from "../../shared/db/open.js";
@@ -130,6 +131,13 @@ describe("a database outage under traffic (PostgreSQL)", () => {
   let proxy: TcpProxyTestPeer;
   let t: TestPlatform;
   let receiver: TestReceiver;
+  const logLines: { level: number; msg: string }[] = [];
+  const logStream = new Writable({
+    write(chunk, _e, cb) {
+      for (const line of String(chunk).split("\n")) if (line.trim()) logLines.push(JSON.parse(line));
+      cb();
+    },
+  });
 
   beforeAll(async () => {
     if (skip) return;
@@ -146,7 +154,7 @@ describe("a database outage under traffic (PostgreSQL)", () => {
       // The backstop poll far away: a delivery that arrives at once was woken by NOTIFY.
       OUTBOUND_POLL_INTERVAL_MS: "60000",
       OUTBOUND_TIMEOUT_MS: "3000",
-    });
+    }, { logStream });
     await t.api("POST", "/subscriptions", { url: receiver.url, eventTypes: ["fault.*"] });
   }, 60_000);
 
@@ -172,6 +180,16 @@ describe("a database outage under traffic (PostgreSQL)", () => {
     await new Promise((r) => setTimeout(r, 2000));
     await traffic.stop();
     await checkRecovery(t, receiver, db, dbName, traffic, "refuse");
+    // A readable outage: hundreds of refused requests and polls, a few lines of warnings.
+    const refused = traffic.answers.filter((a) => a.status === 503).length;
+    // (Each of these test events is quarantined, "not an order event", with one line each: that is
+    // an outcome per event, not the outage.)
+    const loud = logLines.filter((l) => l.level >= 40 && !l.msg.startsWith("inbox entry quarantined"));
+    const byMessage = new Map<string, number>();
+    for (const l of loud) byMessage.set(l.msg, (byMessage.get(l.msg) ?? 0) + 1);
+    console.log(`outage: ${refused} refused requests, ${loud.length} warning lines:\n${[...byMessage].map(([m, k]) => `  ${k} × ${m}`).join("\n")}`);
+    expect(refused).toBeGreaterThan(100);
+    expect(loud.length, [...byMessage.keys()].join("\n")).toBeLessThan(20);
   }, 120_000);
 
   it("a cut network (every connection destroyed, new ones refused): the same", async (ctx) => {
