@@ -237,7 +237,9 @@ describe("GCP #7: dead letters alert someone", () => {
     const j = withAlerts();
     const channel = resourcesOf(j, "google_monitoring_notification_channel")[0]!;
     expect(channel.body.type).toBe("email");
-    expect(block(channel.body.labels).email_address).toBe("ops@example.com");
+    // `labels` is the channel's configuration; our labels go to `user_labels`.
+    expect(channel.body.labels).toEqual({ email_address: "ops@example.com" });
+    expect(channel.body.user_labels).toMatchObject({ app: "multicloud-webhooks", stack: "webhooks-gcp" });
     const policy = resourcesOf(j, "google_monitoring_alert_policy")[0]!;
     expect(policy.body.notification_channels).toEqual([expect.stringContaining(`${channel.type}.${channel.name}.id`)]);
   });
@@ -378,8 +380,8 @@ describe("GCP #18: egress IP output and labels", () => {
     const checked: string[] = [];
     for (const r of allResources(json)) {
       const args = labelArguments(r.type, r.body.provider === "google-beta");
-      if (args.has("labels")) expect(r.body.labels, r.path).toMatchObject(want);
-      else if (args.has("userLabels")) expect(r.body.user_labels, r.path).toMatchObject(want);
+      if (args.has("userLabels")) expect(r.body.user_labels, r.path).toMatchObject(want);
+      else if (args.has("labels")) expect(r.body.labels, r.path).toMatchObject(want);
       else continue;
       checked.push(r.type);
     }
