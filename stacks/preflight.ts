@@ -101,8 +101,15 @@ export function preflight(cloud: Cloud, input: PreflightInput): PreflightResult 
   if (cloud === "azure" && !set(env, "ARM_SUBSCRIPTION_ID")) {
     missing.push("ARM_SUBSCRIPTION_ID is not set: the azurerm provider (v4) needs the target subscription id (`az account show --query id -o tsv`)");
   }
-  if (cloud !== "aws" && !set(env, "TF_VAR_db_admin_password")) {
-    missing.push("TF_VAR_db_admin_password is not set: the database admin password (stored in the secret store as the database URL)");
+  if (cloud !== "aws") {
+    // Aurora's master password is RDS's own (Secrets Manager) and webhooks_app logs in with IAM tokens there.
+    if (!set(env, "TF_VAR_db_admin_password")) {
+      missing.push("TF_VAR_db_admin_password is not set: the database owner's password (in the secret store as the admin URL, read by the migrate function only)");
+    }
+    const app = env.TF_VAR_db_app_password ?? "";
+    if (app === "") missing.push("TF_VAR_db_app_password is not set: the password of webhooks_app, the role the functions connect as (at least 16 characters; e.g. `openssl rand -base64 24`)");
+    else if (app.length < 16) missing.push("TF_VAR_db_app_password is too short: use at least 16 characters (e.g. `openssl rand -base64 24`)");
+    else if (app === env.TF_VAR_db_admin_password) missing.push("TF_VAR_db_app_password equals TF_VAR_db_admin_password: give the functions' role a password of its own");
   }
   if (cloud === "gcp") {
     const project = loadStackConfig(readContext(input.cdktfJson ?? "cdktf.json", env), env).gcpProject;

@@ -9,6 +9,7 @@ let bin: string;
 let home: string;
 let artifacts: string;
 const noContext = join(tmpdir(), "no-such-cdktf.json");
+const APP_PASSWORD = "app-role-password-0123456789";
 
 beforeAll(() => {
   const root = mkdtempSync(join(tmpdir(), "webhooks-preflight-"));
@@ -68,13 +69,20 @@ describe("deploy preflight", () => {
       expect.stringContaining("no Azure credentials: run `az login`"),
       expect.stringContaining("ARM_SUBSCRIPTION_ID is not set"),
       expect.stringContaining("TF_VAR_db_admin_password is not set"),
+      expect.stringContaining("TF_VAR_db_app_password is not set"),
     ]);
-    const complete = { ...env, ARM_TENANT_ID: "t", ARM_CLIENT_SECRET: "s", ARM_SUBSCRIPTION_ID: "sub", TF_VAR_db_admin_password: "pw" };
+    const complete = { ...env, ARM_TENANT_ID: "t", ARM_CLIENT_SECRET: "s", ARM_SUBSCRIPTION_ID: "sub", TF_VAR_db_admin_password: "pw", TF_VAR_db_app_password: APP_PASSWORD };
     expect(preflight("azure", { env: complete, home, cdktfJson: noContext }).ok).toBe(true);
   });
 
+  it("wants the functions' role password long and its own", () => {
+    const env = { PATH: fakeBinary("terraform"), ARM_CLIENT_ID: "id", ARM_TENANT_ID: "t", ARM_CLIENT_SECRET: "s", ARM_SUBSCRIPTION_ID: "sub", WEBHOOKS_ARTIFACTS_DIR: artifacts, TF_VAR_db_admin_password: APP_PASSWORD };
+    expect(preflight("azure", { env: { ...env, TF_VAR_db_app_password: "short" }, home, cdktfJson: noContext }).missing).toEqual([expect.stringContaining("TF_VAR_db_app_password is too short")]);
+    expect(preflight("azure", { env: { ...env, TF_VAR_db_app_password: APP_PASSWORD }, home, cdktfJson: noContext }).missing).toEqual([expect.stringContaining("equals TF_VAR_db_admin_password")]);
+  });
+
   it("rejects a GOOGLE_APPLICATION_CREDENTIALS file that does not exist, and the example project", () => {
-    const env = { PATH: fakeBinary("terraform"), GOOGLE_APPLICATION_CREDENTIALS: "/nope/key.json", TF_VAR_db_admin_password: "pw", WEBHOOKS_ARTIFACTS_DIR: artifacts };
+    const env = { PATH: fakeBinary("terraform"), GOOGLE_APPLICATION_CREDENTIALS: "/nope/key.json", TF_VAR_db_admin_password: "pw", TF_VAR_db_app_password: APP_PASSWORD, WEBHOOKS_ARTIFACTS_DIR: artifacts };
     const result = preflight("gcp", { env, home, cdktfJson: noContext });
     expect(result.missing).toEqual([expect.stringContaining("no GCP credentials"), expect.stringContaining("no GCP project chosen: set WEBHOOKS_GCP_PROJECT")]);
     const adcHome = mkdtempSync(join(tmpdir(), "webhooks-home-"));
