@@ -4,7 +4,8 @@
  * completes on return and abandons on a throw; it offers no dead-letter call):
  *
  * - Retry with backoff. A failure before the inbox has the entry (database down, migrate not run
- *   yet, claim-check unreadable) schedules a copy of the message `delay(n)` seconds ahead, with
+ *   yet, claim-check unreadable; once the entry is stored, the inbox's own schedule retries it)
+ *   schedules a copy of the message `delay(n)` seconds ahead, with
  *   the failed-attempt count `n` as an application property, and completes the original. An
  *   abandon would be redelivered at once, and all of the queue's deliveries would be spent in
  *   seconds. After `maxAttempts` failures the message is dead-lettered.

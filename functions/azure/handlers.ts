@@ -41,8 +41,11 @@ export class AbandonMessage extends Error {
  * outcome is a message we send before returning (failedMessages.ts):
  * - processed or quarantined: complete;
  * - deferred: a copy scheduled for the entry's next attempt;
- * - a failure (database, claim-check, processing): a copy scheduled with a growing delay, until
- *   WEBHOOKS_RETRY_MAX_ATTEMPTS, then dead-lettered;
+ * - a failure once the inbox holds the entry (processing failed, lease lost): complete; the inbox
+ *   owns the retries from there (INBOX_RETRY_SCHEDULE, run by the relay's inbox sweep, then
+ *   quarantine and its alert), as it does locally;
+ * - a failure before the inbox (database down, claim-check unreadable): a copy scheduled with a
+ *   growing delay, until WEBHOOKS_RETRY_MAX_ATTEMPTS, then dead-lettered;
  * - malformed: dead-lettered at once, with the reason as a property of the dead-lettered message.
  * If that send fails, we throw: the host abandons and Service Bus redelivers.
  */
@@ -63,6 +66,10 @@ export async function processServiceBusMessage(runtime: AzureRuntime, message: u
       return;
     }
     case "fail": {
+      if (verdict.inboxId) {
+        logger.warn({ ...log, inboxId: verdict.inboxId, reason: verdict.reason }, "processing failed; the inbox retries the entry on its schedule");
+        return;
+      }
       const failed = failedAttempts(received.attributes, received.deliveryCount);
       if (failed < settings.WEBHOOKS_RETRY_MAX_ATTEMPTS) {
         const copy = retryCopy(received, failed, settings.WEBHOOKS_RETRY_BASE_SECONDS);

@@ -203,53 +203,72 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
     expect(await host()).toBe("none");
   });
 
-  /** Runs the host until a message is received, or `ms` pass; the outcomes, in order. */
-  async function hostUntil(condition: () => boolean, ms: number): Promise<HostOutcome[]> {
+  /** Runs `run` (one host invocation) until `condition`, or `ms` pass; the outcomes other than "none", in order. */
+  async function hostUntil(run: () => Promise<HostOutcome>, condition: () => boolean, ms: number): Promise<HostOutcome[]> {
     const outcomes: HostOutcome[] = [];
     const deadline = Date.now() + ms;
     while (!condition() && Date.now() < deadline) {
-      const outcome = await host();
+      const outcome = await run();
       if (outcome !== "none") outcomes.push(outcome);
     }
     return outcomes;
   }
 
-  // Defect 13: a failure was abandoned and redelivered at once, so all deliveries went in seconds.
-  it("a processor failure is retried with a growing delay, then dead-lettered with its reason", async (t) => {
+  it("a processing failure once the inbox holds the entry completes the message: the inbox's schedule retries it", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_poison_${suffix}`;
     await poisonEvent(owner, eventId);
-    expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")))).status).toBe(202);
-    const started = Date.now();
-    expect(await host()).toBe("completed"); // the original is completed…
-    expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 1 }); // …and a copy waits out the first delay
-    expect(await host()).toBe("none");
-    // Attempts 2 and 3 follow after 1 s and 2 s; the third failure sends the dead-letter copy,
-    // which is abandoned at once on each delivery until Service Bus dead-letters it.
-    const outcomes = await hostUntil(() => peer.stats(QUEUE).deadLettered > 0, 20_000);
-    expect(Date.now() - started).toBeGreaterThanOrEqual((retryDelaySeconds(1, 1) + retryDelaySeconds(2, 1)) * 1000);
-    expect(outcomes).toEqual(["completed", "completed", ...Array(MAX_DELIVERY_COUNT).fill("abandoned")]);
-    expect(await inboxEntry(owner, eventId)).toMatchObject({ status: "failed", failures: RETRY_MAX_ATTEMPTS });
-
-    // Defect 17: the reason reaches the dead-letter subqueue (as a property of the message).
-    const dead = await inspect.receiveDeadLetters({ waitSeconds: 1 });
-    expect(dead).toHaveLength(1);
-    expect(dead[0]!.attributes).toMatchObject({ eventId, partner: "shop", [RETRY_ATTEMPT]: String(RETRY_MAX_ATTEMPTS - 1) });
-    expect(dead[0]!.attributes[DEAD_LETTER_REASON]).toMatch(/^failed 3 times, the last: .*poisoned event for the test/);
-    expect(Date.parse(dead[0]!.attributes[DEAD_LETTER_AT]!)).toBeGreaterThan(started);
-    await inspect.ackDeadLetter(dead[0]!);
-    await owner.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+    try {
+      expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")))).status).toBe(202);
+      expect(await host()).toBe("completed");
+      expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 0, deadLettered: 0 });
+      const entry = await owner.query<{ status: string; failures: number; later: boolean }>(
+        "SELECT status, failures, next_attempt_at > now() AS later FROM inbox_entries WHERE partner_event_id = $1", [eventId]);
+      expect(entry.rows[0]).toEqual({ status: "failed", failures: 1, later: true });
+    } finally {
+      await owner.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
+    }
   });
 
-  it("a database that cannot be opened is retried after a delay, not redelivered at once", async (t) => {
+  // Defect 13: a failure was abandoned and redelivered at once, so all deliveries went in seconds.
+  it("a failure before the inbox (database down) is retried with a growing delay, then dead-lettered with its reason", async (t) => {
     if (skip) return t.skip();
     const down = createAzureRuntime({ ...env, DATABASE_URL: "postgres://webhooks_app:x@127.0.0.1:1/webhooks" }, queueAndClaimChecks);
     try {
       const eventId = `evt_dbdown_${suffix}`;
       expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-d-${suffix}`, "order.created")))).status).toBe(202);
+      const started = Date.now();
+      const downHost = () => invokeOnce(receiver, (m, c) => processServiceBusMessage(down, m, c));
+      expect(await downHost()).toBe("completed"); // the original is completed…
+      expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 1 }); // …and a copy waits out the first delay
+      expect(await downHost()).toBe("none");
+      // Attempts 2 and 3 follow after 1 s and 2 s; the third failure sends the dead-letter copy,
+      // which is abandoned at once on each delivery until Service Bus dead-letters it.
+      const outcomes = await hostUntil(downHost, () => peer.stats(QUEUE).deadLettered > 0, 20_000);
+      expect(Date.now() - started).toBeGreaterThanOrEqual((retryDelaySeconds(1, 1) + retryDelaySeconds(2, 1)) * 1000);
+      expect(outcomes).toEqual(["completed", "completed", ...Array(MAX_DELIVERY_COUNT).fill("abandoned")]);
+
+      // Defect 17: the reason reaches the dead-letter subqueue (as a property of the message).
+      const dead = await inspect.receiveDeadLetters({ waitSeconds: 1 });
+      expect(dead).toHaveLength(1);
+      expect(dead[0]!.attributes).toMatchObject({ eventId, partner: "shop", [RETRY_ATTEMPT]: String(RETRY_MAX_ATTEMPTS - 1) });
+      expect(dead[0]!.attributes[DEAD_LETTER_REASON]).toMatch(/^failed 3 times, the last: database unavailable: .*ECONNREFUSED/);
+      expect(Date.parse(dead[0]!.attributes[DEAD_LETTER_AT]!)).toBeGreaterThan(started);
+      await inspect.ackDeadLetter(dead[0]!);
+      expect(await inboxEntry(owner, eventId)).toBeUndefined();
+    } finally {
+      await (await down.queue()).close();
+    }
+  });
+
+  it("a database back before the attempts run out: the scheduled copy is processed", async (t) => {
+    if (skip) return t.skip();
+    const down = createAzureRuntime({ ...env, DATABASE_URL: "postgres://webhooks_app:x@127.0.0.1:1/webhooks" }, queueAndClaimChecks);
+    try {
+      const eventId = `evt_dbback_${suffix}`;
+      expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-b-${suffix}`, "order.created")))).status).toBe(202);
       expect(await invokeOnce(receiver, (m, c) => processServiceBusMessage(down, m, c))).toBe("completed");
       expect(peer.stats(QUEUE)).toMatchObject({ active: 0, scheduled: 1, deadLettered: 0 });
-      // The database is back: the scheduled copy is processed.
       await eventually("the retry copy to apply", async () => { await host(); return (await inboxEntry(owner, eventId))?.status === "processed"; });
     } finally {
       await (await down.queue()).close();
@@ -259,7 +278,7 @@ describe("Azure functions on the Service Bus test peer, Azurite and PostgreSQL",
   it("a malformed message is dead-lettered with the reason at once (no retries)", async (t) => {
     if (skip) return t.skip();
     await inspect.send({ body: JSON.stringify({ not: "an inbound message" }), attributes: { partner: "shop" } });
-    const outcomes = await hostUntil(() => peer.stats(QUEUE).deadLettered > 0, 10_000);
+    const outcomes = await hostUntil(host, () => peer.stats(QUEUE).deadLettered > 0, 10_000);
     expect(outcomes).toEqual(["completed", ...Array(MAX_DELIVERY_COUNT).fill("abandoned")]);
     const dead = await inspect.receiveDeadLetters({ waitSeconds: 1 });
     expect(dead[0]!.attributes[DEAD_LETTER_REASON]).toMatch(/\S/);
