@@ -421,6 +421,7 @@ describe("Azure wiring: where the stack and a function disagree, the function re
   const cases: [string, AppId, (s: Record<string, string>) => void, RegExp][] = [
     ["a setting name the function does not know", "relay", (s) => { s.WEBHOOKS_DATABASE_SSL = s.WEBHOOKS_DATABASE_TLS!; delete s.WEBHOOKS_DATABASE_TLS; }, /does not know WEBHOOKS_DATABASE_SSL/],
     ["the queue setting the trigger names is missing", "workers", (s) => { s.WEBHOOKS_QUEUE = s.WEBHOOKS_QUEUE_NAME!; delete s.WEBHOOKS_QUEUE_NAME; }, /WEBHOOKS_QUEUE_NAME/],
+    ["the schedule setting the relay's timer names is missing", "relay", (s) => { delete s.WEBHOOKS_RELAY_SCHEDULE; }, /names app setting WEBHOOKS_RELAY_SCHEDULE, which is not set/],
     ["TLS off", "relay", (s) => { s.WEBHOOKS_DATABASE_TLS = "disable"; }, /pg_hba|no encryption|reject/i],
   ];
   for (const [what, app, change, refusal] of cases) {

@@ -3,9 +3,10 @@
 // with exactly the app settings the test resolved from the stack.
 //
 // What the worker does, and so what this does:
-// - it provides `@azure/functions-core` to the app (the worker hooks Node's CommonJS loader; the
-//   bundle `require`s it, the one package the build leaves external). Ours records what the
-//   bundle registers: `setProgrammingModel(model)` and `registerFunction(metadata, handler)`;
+// - it provides `@azure/functions-core` to the app (the worker's setupCoreModule intercepts
+//   `Module.prototype.require`; the bundle `require`s it, the one package the build leaves
+//   external). Ours records what the bundle registers: `setProgrammingModel(model)` and
+//   `registerFunction(metadata, handler)`;
 // - before any invocation the host indexes the registrations against the app settings: a
 //   `%NAME%` binding expression must name an app setting, and a trigger's `connection` must have
 //   its setting (`<connection>` or the identity-based `<connection>__fullyQualifiedNamespace`),
@@ -41,10 +42,13 @@ const core = {
   },
   registerHook() { return { dispose() {} }; },
 };
-const load = Module._load;
-Module._load = function (request, ...rest) {
-  return request === "@azure/functions-core" ? core : load.call(this, request, ...rest);
-};
+// As the worker's setupCoreModule does: intercept Module.prototype.require (the bundle's require,
+// made by createRequire, goes through it).
+Module.prototype.require = new Proxy(Module.prototype.require, {
+  apply(target, thisArg, args) {
+    return args[0] === "@azure/functions-core" ? core : Reflect.apply(target, thisArg, args);
+  },
+});
 
 await import(pathToFileURL(join(bundleDir, "index.mjs")).href);
 if (!model) throw new Error("The bundle never set a programming model: did it import @azure/functions and register a function?");
