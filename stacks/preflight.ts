@@ -112,6 +112,10 @@ export function preflight(cloud: Cloud, input: PreflightInput): PreflightResult 
     else if (app === env.TF_VAR_db_admin_password) missing.push("TF_VAR_db_app_password equals TF_VAR_db_admin_password: give the functions' role a password of its own");
   }
   if (cloud === "gcp") {
+    // The deploy's migrate step runs the stack's Cloud Scheduler job (stacks/postDeploy.ts).
+    const gcloud = onPath("gcloud", env);
+    if (gcloud) found.push(`gcloud (${gcloud})`);
+    else missing.push("no `gcloud` on PATH: the deploy runs the migrate job with it after cdktf deploy (install the Google Cloud CLI)");
     const project = loadStackConfig(readContext(input.cdktfJson ?? "cdktf.json", env), env).gcpProject;
     if (project === "webhooks-example") missing.push("no GCP project chosen: set WEBHOOKS_GCP_PROJECT (or context.webhooks.gcpProject in cdktf.json)");
     else found.push(`GCP project ${project}`);

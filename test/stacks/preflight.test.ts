@@ -82,9 +82,11 @@ describe("deploy preflight", () => {
   });
 
   it("rejects a GOOGLE_APPLICATION_CREDENTIALS file that does not exist, and the example project", () => {
-    const env = { PATH: fakeBinary("terraform"), GOOGLE_APPLICATION_CREDENTIALS: "/nope/key.json", TF_VAR_db_admin_password: "pw", TF_VAR_db_app_password: APP_PASSWORD, WEBHOOKS_ARTIFACTS_DIR: artifacts };
+    const env = { PATH: `${fakeBinary("terraform")}:${fakeBinary("gcloud")}`, GOOGLE_APPLICATION_CREDENTIALS: "/nope/key.json", TF_VAR_db_admin_password: "pw", TF_VAR_db_app_password: APP_PASSWORD, WEBHOOKS_ARTIFACTS_DIR: artifacts };
     const result = preflight("gcp", { env, home, cdktfJson: noContext });
     expect(result.missing).toEqual([expect.stringContaining("no GCP credentials"), expect.stringContaining("no GCP project chosen: set WEBHOOKS_GCP_PROJECT")]);
+    const noGcloud = preflight("gcp", { env: { ...env, PATH: fakeBinary("terraform") }, home, cdktfJson: noContext });
+    expect(noGcloud.missing).toContainEqual(expect.stringContaining("no `gcloud` on PATH: the deploy runs the migrate job"));
     const adcHome = mkdtempSync(join(tmpdir(), "webhooks-home-"));
     mkdirSync(join(adcHome, ".config", "gcloud"), { recursive: true });
     writeFileSync(join(adcHome, ".config", "gcloud", "application_default_credentials.json"), "{}");
