@@ -73,7 +73,8 @@ export class AzureWebhooksStack extends TerraformStack {
           // Reads claim-checks only: ingest writes them, and lifecycle management deletes them.
           { role: "Storage Blob Data Reader", scope: claimChecks.scope },
         ],
-        relay: [secretReader(database.urlSecret), secretReader(secrets.alertSecret)],
+        // The alert signing secret only where the relay sends alerts.
+        relay: [secretReader(database.urlSecret), ...(config.alertWebhookUrl ? [secretReader(secrets.alertSecret)] : [])],
         // The owner's URL, and the application URL for the role's password.
         migrate: [secretReader(database.adminUrlSecret), secretReader(database.urlSecret)],
       },

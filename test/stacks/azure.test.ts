@@ -127,7 +127,8 @@ describe("Azure stack: functions, secrets and identities", () => {
     }
     const names = (fn: string) => rolesOf(fn).map((g) => g.body.role_definition_name).sort();
     expect(names("ingest")).toEqual(["Azure Service Bus Data Sender", "Key Vault Secrets User", "Storage Blob Data Contributor"]);
-    expect(names("relay")).toEqual(["Key Vault Secrets User", "Key Vault Secrets User"]);
+    expect(names("relay")).toEqual(["Key Vault Secrets User"]);
+    expect(readsSecret("relay", "alert-webhook-secret")).toBe(false); // no alertWebhookUrl in this config
     expect(names("migrate")).toEqual(["Key Vault Secrets User", "Key Vault Secrets User"]);
   });
 
@@ -228,6 +229,9 @@ describe("Azure stack: observability and outputs", () => {
     expect(relay.ALERT_WEBHOOK_URL).toBe("https://alerts.example.com/hooks");
     expect(relay.ALERT_WEBHOOK_SECRET).toMatch(/^@Microsoft\.KeyVault\(VaultName=.+;SecretName=alert-webhook-secret\)$/);
     const secret = resourcesOf(configured, "azurerm_key_vault_secret").find((k) => k.body.name === "alert-webhook-secret")!;
+    const relayIdentity = resourceAt(configured, "azurerm_user_assigned_identity", "identities/relay-identity");
+    expect(resourcesOf(configured, "azurerm_role_assignment").some((g) => references(g.body.principal_id, relayIdentity, "principal_id")
+      && references(g.body.scope, secret, "resource_versionless_id"))).toBe(true);
     expect(secret.body.lifecycle).toMatchObject({ ignore_changes: expect.arrayContaining(["value"]) });
     expect(settings("relay").ALERT_WEBHOOK_URL).toBeUndefined();
   });
