@@ -61,7 +61,7 @@ function runTraffic(t: TestPlatform, tag: string): Traffic {
       const inbound = signed(inboundId, JSON.stringify({ type: "note.added", data: { i } }));
       const outboundId = `${tag}-out-${i}`;
       const [inStatus, outStatus] = await Promise.all([
-        call("POST /webhooks/:partner", "/webhooks/shop", { method: "POST", headers: inbound.headers, body: inbound.body }),
+        call("POST /webhooks/:partner", "/webhooks/shop", { method: "POST", headers: inbound.headers, body: new Uint8Array(inbound.body) }),
         call("POST /events", "/events", { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ id: outboundId, type: "fault.test", data: { i } }) }),
         call("GET /deliveries", "/deliveries?limit=5", { headers: auth }),
         call("GET /inbox", "/inbox?limit=5", { headers: auth }),

@@ -89,7 +89,7 @@ describe("the embedded database, SIGKILLed during writes", () => {
           const i = n++;
           const inbound = signed(`kill-in-${i}`, JSON.stringify({ type: "note.added", data: { i } }));
           const results = await Promise.allSettled([
-            fetch(`${p.baseUrl}/webhooks/shop`, { method: "POST", headers: inbound.headers, body: inbound.body }),
+            fetch(`${p.baseUrl}/webhooks/shop`, { method: "POST", headers: inbound.headers, body: new Uint8Array(inbound.body) }),
             fetch(`${p.baseUrl}/events`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ id: `kill-out-${i}`, type: "kill.test", data: { i } }) }),
           ]);
           if (results[0].status === "fulfilled" && results[0].value.ok) inboundAcked.push(`kill-in-${i}`);

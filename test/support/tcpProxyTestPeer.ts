@@ -39,7 +39,7 @@ export async function startTcpProxyTestPeer(target: { host: string; port: number
     upstream.pipe(client);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
+  const peer: TcpProxyTestPeer = {
     port: (server.address() as AddressInfo).port,
     get connections() { return connections; },
     cut() {
@@ -49,8 +49,9 @@ export async function startTcpProxyTestPeer(target: { host: string; port: number
     },
     restore() { down = false; },
     async close() {
-      this.cut();
+      peer.cut();
       await new Promise((r) => server.close(r));
     },
   };
+  return peer;
 }
