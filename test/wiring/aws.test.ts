@@ -20,20 +20,16 @@
  * EventBridge Scheduler (the relay is invoked as it would be), SNS e-mail, and Aurora itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer as createHttpsServer } from "node:https";
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { Webhook } from "standardwebhooks";
 import type { TerraformJson } from "../../stacks/app.js";
 import { block, resourceAt, type SynthResource } from "../../stacks/terraformJson.js";
 import { openPostgres } from "../../shared/db/postgres.js";
@@ -48,56 +44,14 @@ import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
 import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
+import { makeCertificate } from "./support/certificates.js";
+import { listenLocal, verifyingHandler, type Received } from "./support/receivers.js";
 
-const run = promisify(execFile);
 const DRIVER = fileURLToPath(new URL("./drivers/aws.mjs", import.meta.url));
 /** The Lambda runtime's Amazon CA bundle; here, a file holding the stand-ins' private CAs. */
 const LAMBDA_CA_BUNDLE = "/var/runtime/ca-cert.pem";
 const ALERT_SECRET = `whsec_${Buffer.from("wiring-alert-secret-32-bytes!!!!").toString("base64")}`;
 const SUBSCRIBER_SECRET = `whsec_${Buffer.from("wiring-subscriber-secret-32bytes").toString("base64")}`;
-
-interface Received { path: string; type?: string; verified: boolean; body: string }
-
-/** A receiver that verifies each request's Standard Webhooks signature with `secret` (standardwebhooks), answering `status(path)`. */
-function verifyingHandler(secret: string, received: Received[], status: (path: string) => number) {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      let verified = false;
-      try {
-        new Webhook(secret).verify(body, req.headers as Record<string, string>);
-        verified = true;
-      } catch { /* recorded as unverified */ }
-      received.push({ path: req.url ?? "/", type: (JSON.parse(body) as { type?: string }).type, verified, body });
-      res.writeHead(status(req.url ?? "/")).end();
-    });
-  };
-}
-
-/** A private CA and a certificate for `localhost`, for the HTTPS alert receiver (alertWebhookUrl must be https). */
-async function localhostCertificate(dir: string): Promise<{ ca: string; key: string; cert: string }> {
-  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
-  await ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=wiring alert receiver CA",
-    "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-  await ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr");
-  writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  await ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "server.ext");
-  const read = (f: string) => readFileSync(join(dir, f), "utf8");
-  return { ca: read("ca.pem"), key: read("server.key"), cert: read("server.crt") };
-}
-
-/** Listens on 127.0.0.1 and, when the machine has it, ::1 (on one port): `localhost` may resolve to either. */
-async function listenLocal(make: () => ReturnType<typeof createHttpServer>): Promise<{ port: number; close(): Promise<void> }> {
-  const v4 = make();
-  await new Promise<void>((resolve) => v4.listen(0, "127.0.0.1", resolve));
-  const port = (v4.address() as AddressInfo).port;
-  const v6 = make();
-  const has6 = await new Promise<boolean>((resolve) => { v6.once("error", () => resolve(false)); v6.listen(port, "::1", () => resolve(true)); });
-  const servers = has6 ? [v4, v6] : [v4];
-  return { port, close: async () => { for (const s of servers) { s.closeAllConnections(); await new Promise((r) => s.close(r)); } } };
-}
 
 function apiEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
   return {
@@ -176,7 +130,7 @@ beforeAll(async () => {
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), "wiring-aws-"));
-  const tls = await localhostCertificate(dir);
+  const tls = await makeCertificate(dir, "DNS:localhost", "wiring alert receiver CA");
   const alertServer = await listenLocal(() => createHttpsServer({ key: tls.key, cert: tls.cert }, verifyingHandler(ALERT_SECRET, alerts, () => 204)) as unknown as ReturnType<typeof createHttpServer>);
   closers.push(alertServer.close);
   // The subscriber: /ok accepts, /broken answers 400 (a permanent failure: dead at once).

@@ -35,17 +35,13 @@
  * size accounting, Application Insights, and Flexible Server itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer as createHttpsServer, request as httpsRequest } from "node:https";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from "@azure/service-bus";
-import { Webhook } from "standardwebhooks";
 import type { TerraformJson } from "../../stacks/app.js";
 import { allResources, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
 import type { Database } from "../../shared/db/port.js";
@@ -64,8 +60,9 @@ import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
 import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
+import { makeCertificate } from "./support/certificates.js";
+import { listenLocal, verifyingHandler, type Received } from "./support/receivers.js";
 
-const run = promisify(execFile);
 const DRIVER = fileURLToPath(new URL("./drivers/azure.mjs", import.meta.url));
 const APP_PASSWORD = "wiring app password: with / and @ and spaces";
 const ALERT_SECRET = `whsec_${Buffer.from("wiring-alert-secret-32-bytes!!!!").toString("base64")}`;
@@ -74,49 +71,6 @@ const VAULT = "wiring-kv";
 /** Function App (construct id) → the function it runs. */
 const APPS = { ingress: "ingest", workers: "processor", relay: "relay", migrate: "migrate" } as const;
 type AppId = keyof typeof APPS;
-
-interface Received { path: string; type?: string; verified: boolean; body: string }
-
-/** A receiver that verifies each request's Standard Webhooks signature with `secret`, answering `status(path)`. */
-function verifyingHandler(secret: string, received: Received[], status: (path: string) => number) {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      let verified = false;
-      try {
-        new Webhook(secret).verify(body, req.headers as Record<string, string>);
-        verified = true;
-      } catch { /* recorded as unverified */ }
-      received.push({ path: req.url ?? "/", type: (JSON.parse(body) as { type?: string }).type, verified, body });
-      res.writeHead(status(req.url ?? "/")).end();
-    });
-  };
-}
-
-/** A private CA and a certificate for `names` (DNS:localhost, IP:127.0.0.1…): the HTTPS alert receiver and Azurite. */
-async function certificate(dir: string, names: string): Promise<{ ca: string; key: string; cert: string; keyPath: string; certPath: string }> {
-  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
-  await ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=wiring test CA",
-    "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-  await ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr");
-  writeFileSync(join(dir, "server.ext"), `subjectAltName=${names}\nextendedKeyUsage=serverAuth\n`);
-  await ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "server.ext");
-  const read = (f: string) => readFileSync(join(dir, f), "utf8");
-  return { ca: read("ca.pem"), key: read("server.key"), cert: read("server.crt"), keyPath: join(dir, "server.key"), certPath: join(dir, "server.crt") };
-}
-
-/** Listens on 127.0.0.1 and, when the machine has it, ::1 (one port): `localhost` may resolve to either. */
-async function listenLocal(make: () => ReturnType<typeof createHttpServer>): Promise<{ port: number; close(): Promise<void> }> {
-  const v4 = make();
-  await new Promise<void>((resolve) => v4.listen(0, "127.0.0.1", resolve));
-  const port = (v4.address() as AddressInfo).port;
-  const v6 = make();
-  const has6 = await new Promise<boolean>((resolve) => { v6.once("error", () => resolve(false)); v6.listen(port, "::1", () => resolve(true)); });
-  const servers = has6 ? [v4, v6] : [v4];
-  return { port, close: async () => { for (const s of servers) { s.closeAllConnections(); await new Promise((r) => s.close(r)); } } };
-}
 
 let skip: string | undefined;
 let stack: BuiltStack;
@@ -244,7 +198,7 @@ beforeAll(async () => {
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), "wiring-azure-"));
-  const alertTls = await certificate(mkdtempSync(join(dir, "alert-")), "DNS:localhost");
+  const alertTls = await makeCertificate(mkdtempSync(join(dir, "alert-")), "DNS:localhost");
   const alertServer = await listenLocal(() => createHttpsServer({ key: alertTls.key, cert: alertTls.cert }, verifyingHandler(ALERT_SECRET, alerts, () => 204)) as unknown as ReturnType<typeof createHttpServer>);
   closers.push(alertServer.close);
   // The subscriber: /ok accepts, /broken answers 400 (a permanent failure: dead at once).
@@ -254,7 +208,7 @@ beforeAll(async () => {
 
   pg = await startTlsPostgres();
   closers.push(() => pg.stop());
-  const blobTls = await certificate(mkdtempSync(join(dir, "blob-")), "IP:127.0.0.1");
+  const blobTls = await makeCertificate(mkdtempSync(join(dir, "blob-")), "IP:127.0.0.1");
   azurite = await startAzurite({ tls: { certPath: blobTls.certPath, keyPath: blobTls.keyPath } });
   closers.push(() => azurite.stop());
   caBundle = join(dir, "ca-bundle.pem");
@@ -451,6 +405,7 @@ describe("Azure wiring: where the stack and a function disagree, the function re
     const fp = await start("ingress", { env: { ...env, AZURE_CLIENT_ID: identityPeers.workers.userAssignedClientId } });
     const answer = await post(fp, "shop", signedDelivery(`evt_wrong_identity_${Date.now()}`, orderEvent("o-x", "order.created", { note: "y".repeat(300 * 1024) })));
     expect(answer.status).toBeGreaterThanOrEqual(500);
-    expect(fp.output()).toMatch(/Unable to load the proper Managed Identity/);
+    // The function's log is written asynchronously (pino): it may trail the answer.
+    await expect.poll(() => fp.output(), { timeout: 10_000 }).toMatch(/Unable to load the proper Managed Identity/);
   }, 60_000);
 });

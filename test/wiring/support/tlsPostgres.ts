@@ -21,6 +21,7 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { makeCertificate } from "./certificates.js";
 
 const run = promisify(execFile);
 const BIN = process.env.PG_BIN_DIR ?? "/usr/lib/postgresql/15/bin";
@@ -67,15 +68,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function makeCertificates(dir: string): Promise<void> {
-  const ssl = (...args: string[]) => run("openssl", args, { cwd: dir });
-  await ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=wiring-test private CA",
-    "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-  await ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr");
-  writeFileSync(join(dir, "server.ext"), "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  await ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "server.ext");
-}
-
 export async function startTlsPostgres(options: TlsPostgresOptions = {}): Promise<TlsPostgres> {
   const missing = tlsPostgresUnavailable();
   if (missing) throw new Error(missing);
@@ -86,7 +78,8 @@ export async function startTlsPostgres(options: TlsPostgresOptions = {}): Promis
   const owned = async (command: string, args: string[]) =>
     asRoot ? run("runuser", ["-u", "postgres", "--", command, ...args]) : run(command, args);
   if (asRoot) chownSync(root, ...(await postgresIds()));
-  await makeCertificates(root);
+  // The certificate names localhost and no IP (see above).
+  await makeCertificate(root, "DNS:localhost", "wiring-test private CA");
   if (asRoot) for (const f of ["server.key", "server.crt", "ca.pem"]) chownSync(join(root, f), ...(await postgresIds()));
   await run("chmod", ["600", join(root, "server.key")]);
   const superPassword = `super-${Math.random().toString(36).slice(2)}-${Date.now()}`;
