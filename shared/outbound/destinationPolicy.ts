@@ -21,6 +21,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP } from "node:net";
+import { ConfigError } from "../config.js";
 
 /** Error code carried by a refusal, whichever layer (lookup, connect) raised it. */
 export const DESTINATION_REFUSED = "ERR_DESTINATION_REFUSED";
@@ -147,7 +148,14 @@ function refusalForIp(address: string): string | null {
   return BLOCKED.check(plain, "ipv6") ? "reserved IPv6 address" : null;
 }
 
-/** Parses allow-list entries; throws with the entry at fault. */
+/** A CIDR prefix length as written: digits only (`Number` would read "" as 0, "0x8" as 8, " 8" as 8). */
+const PREFIX_DIGITS = /^\d{1,3}$/;
+const HOST_NAME = /^[a-z0-9_.-]+$/;
+
+const badEntry = (raw: string, problem: string) =>
+  new ConfigError(`ALLOWED_DESTINATIONS entry "${raw}" ${problem}. Write a hostname, *.suffix, an IP or a CIDR such as 10.0.0.0/8 or fd00::/8, comma-separated.`);
+
+/** Parses allow-list entries; throws a ConfigError naming the entry at fault. */
 function parseAllowList(entries: readonly string[]) {
   const names = new Set<string>();
   const suffixes: string[] = [];
@@ -155,21 +163,24 @@ function parseAllowList(entries: readonly string[]) {
   for (const raw of entries) {
     const entry = normaliseHost(raw);
     if (!entry) continue;
-    const [base = "", prefixText] = entry.split("/");
-    const family = isIP(normaliseHost(base));
+    const slash = entry.indexOf("/");
+    const base = normaliseHost(slash === -1 ? entry : entry.slice(0, slash));
+    const prefixText = slash === -1 ? undefined : entry.slice(slash + 1);
+    const family = isIP(base);
     if (family) {
-      const type = family === 4 ? "ipv4" : "ipv6";
-      const prefix = prefixText === undefined ? (family === 4 ? 32 : 128) : Number(prefixText);
-      if (!Number.isInteger(prefix) || prefix < 0 || prefix > (family === 4 ? 32 : 128)) {
-        throw new Error(`Allowed destination "${raw}": bad CIDR prefix; write e.g. 10.0.0.0/8 or fd00::/8.`);
-      }
-      nets.addSubnet(normaliseHost(base), prefix, type);
-    } else if (entry.startsWith("*.")) {
+      const max = family === 4 ? 32 : 128;
+      // An empty prefix once read as /0 and allowed every address: only digits in range count.
+      const prefix = prefixText === undefined ? max : PREFIX_DIGITS.test(prefixText) ? Number(prefixText) : Number.NaN;
+      if (Number.isNaN(prefix) || prefix > max) throw badEntry(raw, `has a bad CIDR prefix: it must be a whole number from 0 to ${max}`);
+      nets.addSubnet(base, prefix, family === 4 ? "ipv4" : "ipv6");
+    } else if (prefixText !== undefined) {
+      throw badEntry(raw, "has a prefix, but what comes before the slash is not an IP address");
+    } else if (entry.startsWith("*.") && HOST_NAME.test(entry.slice(2))) {
       suffixes.push(entry.slice(1));
-    } else if (/^[a-z0-9_.-]+$/.test(entry) && prefixText === undefined) {
+    } else if (HOST_NAME.test(entry)) {
       names.add(entry);
     } else {
-      throw new Error(`Allowed destination "${raw}" is neither a hostname, *.suffix, IP nor CIDR.`);
+      throw badEntry(raw, "is neither a hostname, *.suffix, IP nor CIDR");
     }
   }
   return { names, suffixes, nets };

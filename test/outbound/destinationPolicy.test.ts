@@ -1,5 +1,6 @@
 import type { LookupAddress } from "node:dns";
 import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../shared/config.js";
 import { createDestinationPolicy, DestinationRefusedError, embeddedIpv4, type Resolver } from "../../shared/outbound/destinationPolicy.js";
 
 /** A fake DNS (named as such): answers from a table, so tests choose what a name resolves to. */
@@ -157,7 +158,24 @@ describe("destination policy (SSRF)", () => {
     });
 
     it.each([["10.0.0.0/33"], ["not a host!"], ["::1/200"]])("rejects the malformed entry %s at construction", (entry) => {
-      expect(() => createDestinationPolicy({ allowed: [entry] })).toThrow(/Allowed destination/);
+      expect(() => createDestinationPolicy({ allowed: [entry] })).toThrow(/ALLOWED_DESTINATIONS entry/);
+    });
+
+    // An empty prefix once read as /0 (Number("") is 0): "10.0.0.0/" allowed every IPv4 address,
+    // loopback and metadata included. Every prefix that is not plain digits in range is refused.
+    it.each([
+      ["10.0.0.0/"], ["fd00::/"], ["10.0.0.0/ 8"], ["10.0.0.0/0x8"], ["10.0.0.0/1e1"], ["10.0.0.0/8.0"],
+      ["10.0.0.0/-1"], ["10.0.0.0/+8"], ["10.0.0.0/8/8"], ["10.0.0.0//8"], ["fd00::/8/"], ["::/129"],
+    ])("refuses the CIDR %s with a configuration error naming it", (entry) => {
+      let error: unknown;
+      try {
+        createDestinationPolicy({ allowed: [entry] });
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toContain(`ALLOWED_DESTINATIONS entry "${entry}"`);
+      expect((error as Error).message).toMatch(/prefix/);
     });
   });
 
