@@ -104,7 +104,8 @@ export function parseRetryAfter(header: string | undefined, now: Date = new Date
   if (!/^[A-Za-z]{3,9},? +\d{1,2}[ -][A-Za-z]{3}[ -]\d{2,4} \d{2}:\d{2}:\d{2}( GMT)?$|^[A-Za-z]{3} [A-Za-z]{3} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}$/.test(text)) {
     return null;
   }
-  const at = Date.parse(/GMT$|\d{4}$/.test(text) && !text.endsWith("GMT") ? `${text} GMT` : text);
+  // HTTP dates are GMT whether or not they say so; Date.parse reads a date without a zone as local time.
+  const at = Date.parse(text.endsWith("GMT") ? text : `${text} GMT`);
   if (Number.isNaN(at)) return null;
   return Math.max(0, Math.ceil((at - now.getTime()) / 1000));
 }

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   backoffCeilingSeconds, DEFAULT_RETRY_POLICY, InvalidRetryPolicyError, isExhausted, nextRetryDelaySeconds,
   parseRetryAfter, validateRetryPolicy, type RetryPolicy,
@@ -86,5 +86,21 @@ describe("parseRetryAfter", () => {
 
   it.each([[undefined], [""], ["-5"], ["1.5"], ["soon"], ["tomorrow at noon"], ["2026-11-30T04:01:00Z"]])("%s → null", (header) => {
     expect(parseRetryAfter(header, now)).toBeNull();
+  });
+  // HTTP dates are always GMT, written or not; a date without "GMT" was once read in the
+  // process's local time zone. The zone is set here (forks pool: a real process env) and checked.
+  describe("a date without GMT, in a process whose local zone is not UTC", () => {
+    const zone = process.env.TZ;
+    beforeAll(() => { process.env.TZ = "America/New_York"; });
+    afterAll(() => { if (zone === undefined) delete process.env.TZ; else process.env.TZ = zone; });
+
+    it.each([
+      ["Mon, 30 Nov 2026 04:01:30", 90],
+      ["Monday, 30-Nov-26 04:00:10", 10],
+      ["Mon Nov 30 04:00:05 2026", 5],
+    ])("%s → %s s", (header, seconds) => {
+      expect(new Date("2026-11-30T04:00:00").getTimezoneOffset()).toBe(300);
+      expect(parseRetryAfter(header, now)).toBe(seconds);
+    });
   });
 });
