@@ -93,3 +93,46 @@ export const SERVICE_OF: [prefix: string, service: string][] = [
 export function serviceOf(type: string): string {
   return SERVICE_OF.find(([prefix]) => type.startsWith(prefix))?.[1] ?? type;
 }
+
+/** A documented figure with the page it comes from. */
+export interface Fact<T> {
+  value: T;
+  source: string;
+}
+
+/** Elastic Premium instance sizes (vCPU), by plan SKU. */
+export const ELASTIC_PREMIUM_VCPUS: Fact<Record<string, number>> = {
+  value: { EP1: 1, EP2: 2, EP3: 4 },
+  source: "Azure Functions Premium plan, available instance SKUs (learn.microsoft.com/azure/azure-functions/functions-premium-plan); every Premium plan keeps at least one billed instance",
+};
+
+/** Cloud Run functions: the vCPU that comes with a memory size when `available_cpu` is not set. */
+export const CLOUD_RUN_FUNCTION_CPU: Fact<Record<string, number>> = {
+  value: { "128Mi": 0.083, "256Mi": 0.167, "512Mi": 0.333, "1Gi": 0.583, "1024Mi": 0.583, "2Gi": 1, "2048Mi": 1, "4Gi": 2, "4096Mi": 2, "8Gi": 2, "16Gi": 4, "32Gi": 8 },
+  source: "Cloud Run functions, Configure memory and vCPU limits (cloud.google.com/functions/docs/configuring/memory)",
+};
+
+/** Regions a GCP API Gateway gateway can be deployed to. */
+export const API_GATEWAY_REGIONS: Fact<string[]> = {
+  value: ["asia-northeast1", "australia-southeast1", "europe-west1", "europe-west2", "us-east1", "us-east4", "us-central1", "us-west2", "us-west3", "us-west4"],
+  source: "API Gateway deployment model, Choosing a GCP region (cloud.google.com/api-gateway/docs/deployment-model), read 2026-12-01",
+};
+
+/** Service limits on the request path that no stack setting changes. */
+export const INGRESS_FACTS = {
+  azureHttpResponse: { value: 230, source: "Azure Functions: an HTTP-triggered function has at most 230 s to answer, whatever functionTimeout (Azure Load Balancer idle timeout; functions-scale docs)" },
+  sqsMaxDelaySeconds: { value: 900, source: "Amazon SQS developer guide, DelaySeconds (0-900)" },
+} as const;
+
+/**
+ * First-event cold start of each cloud's bundles in a fresh Node process, as the README reports
+ * the last `npm run bench:functions` runs (local: no cloud platform start-up in these figures).
+ */
+export const COLD_STARTS: Fact<Record<"aws" | "azure" | "gcp", string>> = {
+  value: {
+    aws: "0.09-0.12 s at load 4; relay 0.38-0.53 s at load 8-9",
+    azure: "0.07-0.21 s at load 4; ingest 0.34-0.46 s at load 9-11 (the AMQP connection)",
+    gcp: "0.06-0.18 s at load 4; relay and processor 0.38-0.53 s at load 8-9",
+  },
+  source: "README.md, Benchmarks, function bundles row (npm run bench:functions: bundle import + first event on Node 22, local services); the platform's own instance start comes on top",
+};
