@@ -9,6 +9,7 @@ import { isUnavailable, type Database } from "./db/port.js";
 import { HttpError, type Route } from "./server/router.js";
 import { createLogger } from "./telemetry/log.js";
 import { outboundRoutes } from "./server/routes/outbound.js";
+import { subscriptionRoutes } from "./server/routes/subscriptions.js";
 import { inboundRoutes } from "./server/routes/inbound.js";
 import { startInboxWorker } from "./inbound/worker.js";
 import { startOutboundRelay } from "./outbound/worker.js";
@@ -66,6 +67,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
         }
       },
     },
+    ...subscriptionRoutes(ctx),
     ...outboundRoutes(ctx),
     ...inboundRoutes(ctx),
     ...adminRoutes(ctx),

@@ -145,23 +145,26 @@ export interface ListOptions {
   partner?: string;
   /** Default 100, at most 1000. */
   limit?: number;
-  /** Entries received before this time (pagination: pass the last `receivedAt`). */
+  /** Entries received before this time. */
   before?: Date;
+  /** The `key` of the last entry of the previous page. */
+  after?: [string, string];
 }
 
-/** Newest first. */
-export async function listInboxEntries(db: Queryable, options: ListOptions = {}): Promise<InboxEntrySummary[]> {
-  const limit = Math.min(Math.max(options.limit ?? 100, 1), 1000);
+/** Newest first; each carries `key`, its page key (received_at exact to the microsecond, id) to pass as `after`. */
+export async function listInboxEntries(db: Queryable, options: ListOptions = {}): Promise<(InboxEntrySummary & { key: [string, string] })[]> {
+  const limit = Math.min(Math.max(options.limit ?? 100, 1), 1001);
   const r = await db.query<Row>(
-    `SELECT ${SUMMARY_COLUMNS} FROM inbox_entries
+    `SELECT ${SUMMARY_COLUMNS}, received_at::text AS received_key FROM inbox_entries
      WHERE ($1::text IS NULL OR status = $1)
        AND ($2::text IS NULL OR partner_name = $2)
        AND ($3::timestamptz IS NULL OR received_at < $3::timestamptz)
-     ORDER BY received_at DESC, id
+       AND ($5::timestamptz IS NULL OR (received_at, id) < ($5::timestamptz, $6::uuid))
+     ORDER BY received_at DESC, id DESC
      LIMIT $4`,
-    [options.status ?? null, options.partner ?? null, options.before?.toISOString() ?? null, limit],
+    [options.status ?? null, options.partner ?? null, options.before?.toISOString() ?? null, limit, options.after?.[0] ?? null, options.after?.[1] ?? null],
   );
-  return r.rows.map(toSummary);
+  return r.rows.map((row) => ({ ...toSummary(row), key: [String(row.received_key), String(row.id)] as [string, string] }));
 }
 
 export async function getInboxEntry(db: Queryable, id: string): Promise<InboxEntryDetail | undefined> {

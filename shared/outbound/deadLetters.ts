@@ -13,6 +13,8 @@ export interface DeadLetterFilter {
   eventType?: string;
   /** Only dead letters whose reason starts with this (e.g. `exhausted`, `permanent`). */
   reasonPrefix?: string;
+  /** Only those that died at or after this instant. */
+  deadSince?: Date;
   /** Only those that died before this instant. */
   deadBefore?: Date;
 }
@@ -38,9 +40,10 @@ export async function listDeadLetters(
        AND ($3::text IS NULL OR starts_with(d.dead_reason, $3))
        AND ($4::timestamptz IS NULL OR d.dead_at < $4)
        AND ($5::text IS NULL OR d.id > $5)
+       AND ($7::timestamptz IS NULL OR d.dead_at >= $7)
      ORDER BY d.id
      LIMIT $6`,
-    [filter.subscriptionId ?? null, filter.eventType ?? null, filter.reasonPrefix ?? null, filter.deadBefore ?? null, filter.after ?? null, filter.limit ?? 100],
+    [filter.subscriptionId ?? null, filter.eventType ?? null, filter.reasonPrefix ?? null, filter.deadBefore ?? null, filter.after ?? null, filter.limit ?? 100, filter.deadSince ?? null],
   );
   return rows;
 }

@@ -32,7 +32,7 @@ export function decideNext(delivery: ClaimedDelivery, outcome: DeliveryOutcome, 
       }
       const max = delivery.maxAttempts ?? policy.maxAttempts;
       if (attemptNumber >= max) {
-        return { status: "dead", delaySeconds: 0, deadReason: `exhausted: ${attemptNumber} attempts, last ${describe(outcome)}`, counted: true };
+        return { status: "dead", delaySeconds: 0, deadReason: `exhausted: ${attemptNumber} attempt${attemptNumber === 1 ? "" : "s"}, last ${describe(outcome)}`, counted: true };
       }
       return {
         status: "pending",

@@ -2,7 +2,7 @@
 import type { Queryable } from "../db/port.js";
 import { NotFoundError } from "./errors.js";
 
-export type DeliveryStatus = "pending" | "delivered" | "dead";
+export type DeliveryStatus = "pending" | "delivered" | "dead" | "cancelled";
 
 export interface Delivery {
   /** `<event id>:<subscription id>`, the `webhook-id` receivers see. */
@@ -22,6 +22,11 @@ export interface Delivery {
   deadReason: string | null;
   deadAt: Date | null;
   deliveredAt: Date | null;
+  /** When its subscription was deleted (status `cancelled`). */
+  cancelledAt: Date | null;
+  /** Null for the fan-out of an enqueued event; `resend`, `test` or `backfill` when an operator asked. */
+  origin: "resend" | "test" | "backfill" | null;
+  requestedBy: string | null;
   replays: number;
   createdAt: Date;
   updatedAt: Date;
@@ -58,7 +63,8 @@ export const DELIVERY_COLUMNS = `
   d.attempts, CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS "nextAttemptAt",
   (d.status = 'pending' AND d.lease_expires_at > now()) AS leased,
   d.last_status AS "lastStatus", d.last_error AS "lastError", d.dead_reason AS "deadReason",
-  d.dead_at AS "deadAt", d.delivered_at AS "deliveredAt", d.replays,
+  d.dead_at AS "deadAt", d.delivered_at AS "deliveredAt", d.cancelled_at AS "cancelledAt",
+  d.origin, d.requested_by AS "requestedBy", d.replays,
   d.created_at AS "createdAt", d.updated_at AS "updatedAt"`;
 
 /** Deliveries matching `filter`, in id order (pages with `after`). */
@@ -88,13 +94,16 @@ export async function getDelivery(q: Queryable, id: string): Promise<Delivery> {
   return rows[0];
 }
 
-/** Every attempt of a delivery, oldest first; NotFoundError when the delivery does not exist. */
-export async function listAttempts(q: Queryable, deliveryId: string): Promise<Attempt[]> {
+/**
+ * The attempts of a delivery, oldest first (all of them unless `limit`; `after` is the id of the
+ * last attempt of the previous page); NotFoundError when the delivery does not exist.
+ */
+export async function listAttempts(q: Queryable, deliveryId: string, page: { after?: number; limit?: number } = {}): Promise<Attempt[]> {
   const { rows } = await q.query<Attempt & { id: string | number }>(
     `SELECT id, attempt_number AS "attemptNumber", result, status, latency_ms AS "latencyMs",
             error_class AS "errorClass", response_excerpt AS "responseExcerpt", probe, stale, created_at AS "createdAt"
-     FROM outbound_attempts WHERE delivery_id = $1 ORDER BY id`,
-    [deliveryId],
+     FROM outbound_attempts WHERE delivery_id = $1 AND ($2::bigint IS NULL OR id > $2) ORDER BY id LIMIT $3`,
+    [deliveryId, page.after ?? null, page.limit ?? null],
   );
   if (rows.length === 0) await getDelivery(q, deliveryId);
   return rows.map((r) => ({ ...r, id: Number(r.id) }));

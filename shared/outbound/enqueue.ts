@@ -129,7 +129,7 @@ const enqueueStatement = (input: string) => `WITH input AS (
      INSERT INTO outbound_deliveries (id, event_id, subscription_id)
      SELECT e.id || ':' || s.id, e.id, s.id
      FROM inserted e
-     JOIN outbound_subscriptions s ON EXISTS (
+     JOIN outbound_subscriptions s ON s.deleted_at IS NULL AND EXISTS (
        SELECT 1 FROM unnest(s.event_types) AS p(pattern)
        WHERE p.pattern = e.type
           OR p.pattern = '*'

@@ -1,6 +1,10 @@
 /** Outbound delivery's public API: import from here. See docs/outbound.md. */
 export { enqueue, enqueueMany, prepareEvent, DEFAULT_MAX_PAYLOAD_BYTES, MAX_EVENTS_PER_BATCH, type OutboundEvent, type EnqueueResult, type EnqueuedDelivery, type EnqueueOptions } from "./enqueue.js";
-export { createSubscription, getSubscription, listSubscriptions, enableSubscription, rotateSecrets, subscriptionInputSchema, type Subscription, type SubscriptionInput, type SubscriptionStatus, type SubscriptionHealth } from "./subscriptions.js";
+export { createSubscription, getSubscription, listSubscriptions, enableSubscription, rotateSecrets, subscriptionInputSchema, createSubscriptionSchema, MAX_BACKFILL_EVENTS, type Subscription, type SubscriptionInput, type SubscriptionStatus, type SubscriptionHealth } from "./subscriptions.js";
+export { updateSubscription, pauseSubscription, resumeSubscription, deleteSubscription } from "./subscriptionChanges.js";
+export { headersSchema, headerNameProblem, MAX_CUSTOM_HEADERS } from "./subscriptionHeaders.js";
+export { listEvents, getEvent, type EventSummary, type EventDetail, type EventFilter } from "./events.js";
+export { resendEvent, sendTestEvent, NotSubscribedError, TEST_EVENT_TYPE, type SendResult } from "./operatorSends.js";
 export { createRelay, type Relay, type RelayOptions } from "./relay.js";
 export { createRelayLoop, type RelayLoop, type RelayLoopCallbacks, type RelayLoopOptions } from "./relayLoop.js";
 export { listDeliveries, getDelivery, listAttempts, type Delivery, type DeliveryStatus, type DeliveryFilter, type Attempt } from "./deliveries.js";

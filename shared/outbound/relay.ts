@@ -3,6 +3,7 @@
  * applies the retry policy and endpoint health. Any number may run against one database.
  */
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { isUnavailable, type Database } from "../db/port.js";
 import { decideNext } from "./decide.js";
@@ -11,7 +12,8 @@ import { NOTIFY_CHANNEL } from "./notify.js";
 import { createRelayLoop, type RelayLoop } from "./relayLoop.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
 import { createLeaseKeeper } from "./leaseKeeper.js";
-import { claimDueDeliveries, claimProbeDeliveries, leaseWrite } from "./sql/claimDeliveries.js";
+import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, reportDone } from "./sql/claimDeliveries.js";
+import { createConcurrencyLimits } from "./adaptiveConcurrency.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
 import type { DeliveryOutcome, Transport } from "./transport.js";
@@ -19,8 +21,17 @@ import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
 
-/** HTTP attempts a relay has in flight at once by default: the transport's connections per origin. */
+/** HTTP attempts a relay has in flight at once to one subscription, at most: the transport's connections per origin. */
 export const DEFAULT_HTTP_CONCURRENCY = 64;
+
+export { DEFAULT_MAX_IN_FLIGHT };
+
+/**
+ * A relay keeps at most this many rounds of HTTP turns of a subscription claimed and unfinished
+ * (waiting for a turn or in flight): enough to keep its turns busy while the next claim runs, and
+ * little for an endpoint that hangs (its limit falls to 1).
+ */
+const ROUNDS_AHEAD = 4;
 
 export interface RelayOptions {
   db: Database;
@@ -42,11 +53,21 @@ export interface RelayOptions {
   /** Most completion writes (transactions) running at once; each takes all results gathered. Default: 2. */
   completionWriters?: number;
   /**
-   * Most HTTP attempts in flight at once; the other held deliveries wait unstarted, so none waits in
-   * the connection pool while its deadline runs. Match it to the transport's `connectionsPerOrigin`.
+   * Most HTTP attempts in flight at once to one subscription; its other held deliveries wait
+   * unstarted, so none waits in the connection pool while its deadline runs. The actual limit adapts
+   * between 1 and this (adaptiveConcurrency.ts). Match it to the transport's `connectionsPerOrigin`.
    * Default: min(64, concurrency).
    */
   httpConcurrency?: number;
+  /** Most HTTP attempts in flight at once in all (every subscription). Default: `concurrency`. */
+  totalHttpConcurrency?: number;
+  /** The adaptive limit of a subscription not seen yet (see adaptiveConcurrency.ts). Default: min(8, httpConcurrency). */
+  initialHttpConcurrency?: number;
+  /**
+   * Deliveries of one subscription leased at once across every relay sharing the database, for
+   * subscriptions that set no `maxInFlight` (the platform: OUTBOUND_MAX_IN_FLIGHT). Default: 512.
+   */
+  maxInFlight?: number;
   /**
    * Lease length. A relay renews the leases it still holds once a third of it has passed (checked
    * every sixth), so a lease runs out only when its relay has died, or lost the database for about
@@ -103,12 +124,44 @@ export function createRelay(options: RelayOptions): Relay {
   // Probes are rare; looking for them on every claim would double the queries of the hot path.
   const probeCheckMs = Math.min(1000, Math.max(pollIntervalMs, 50));
   let nextProbeCheck = 0;
+  const relayId = randomUUID();
+  const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  const limits = createConcurrencyLimits({ max: httpConcurrency, initial: options.initialHttpConcurrency ?? Math.min(8, httpConcurrency) });
+  /** Deliveries claimed under the in-flight count (id → token), and those finished since the last claim, per subscription. */
+  const counted = new Map<string, string>();
+  let done = new Map<string, number>();
+  const finished = (deliveries: readonly ClaimedDelivery[]) => {
+    for (const d of deliveries) {
+      if (counted.get(d.id) !== d.leaseToken) continue;
+      counted.delete(d.id);
+      done.set(d.subscriptionId, (done.get(d.subscriptionId) ?? 0) + 1);
+    }
+  };
+  /** Rounds of a subscription's turns claimed ahead: ROUNDS_AHEAD for the loop, 1 for a pass (one round of attempts). */
+  let roundsAhead = ROUNDS_AHEAD;
+  /** How many more of a subscription's deliveries this relay takes now: a few rounds of its turns. */
+  const shareOf = (subscriptionId: string) => roundsAhead * limits.limitOf(subscriptionId) - loop.unfinished(subscriptionId);
 
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
-    const claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, { limit, leaseSeconds, leaseToken }));
+    const report = done;
+    done = new Map();
+    const shares = new Map<string, number>();
+    for (const id of limits.known()) shares.set(id, shareOf(id));
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, {
+        limit, leaseSeconds, leaseToken, relayId, defaultMaxInFlight: maxInFlight, perSubscription: shareOf(""), shares, done: report,
+      }));
+    } catch (error) {
+      for (const [id, n] of report) done.set(id, (done.get(id) ?? 0) + n); // not written: report them next time
+      throw error;
+    }
+    for (const d of claimed) counted.set(d.id, d.leaseToken);
     if (claimed.length < limit && Date.now() >= nextProbeCheck) {
       nextProbeCheck = Date.now() + probeCheckMs;
+      limits.forgetIdle(10 * 60_000);
+      await forgetHolds(db).catch((error) => logger?.warn({ err: error }, "forgetting old relay holds failed; retrying later"));
       const probes = await claimProbeDeliveries(db, {
         limit: limit - claimed.length, leaseSeconds, leaseToken, probeIntervalSeconds: health.probeIntervalSeconds,
       });
@@ -117,10 +170,11 @@ export function createRelay(options: RelayOptions): Relay {
     return claimed;
   };
 
-  const leases = createLeaseKeeper({ db, leaseSeconds, maxHoldMs: (options.maxHoldSeconds ?? 600) * 1000, logger });
+  const leases = createLeaseKeeper({ db, leaseSeconds, maxHoldMs: (options.maxHoldSeconds ?? 600) * 1000, logger, relayId });
 
   const attempt = async (delivery: ClaimedDelivery): Promise<Completion> => {
     let outcome: DeliveryOutcome;
+    const startedAt = performance.now();
     try {
       outcome = await transport.deliver({
         url: delivery.url,
@@ -128,12 +182,14 @@ export function createRelay(options: RelayOptions): Relay {
         timestamp: Math.floor(Date.now() / 1000),
         body: delivery.body,
         secrets: delivery.secrets,
+        headers: delivery.headers,
       });
     } catch (error) {
       // The transport should classify everything; if it throws anyway, retry rather than lose.
       logger?.error({ err: error, deliveryId: delivery.id }, "transport threw; treating the attempt as retryable");
       outcome = { result: "retryable", status: null, latencyMs: 0, errorClass: "relay_error", responseExcerpt: null, retryAfterSeconds: null };
     }
+    limits.record(delivery.subscriptionId, outcome, startedAt);
     return { delivery, outcome, decision: decideNext(delivery, outcome, retry) };
   };
 
@@ -144,7 +200,9 @@ export function createRelay(options: RelayOptions): Relay {
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
     }
-    leases.letGo(completions.map((c) => c.delivery));
+    const deliveries = completions.map((c) => c.delivery);
+    leases.letGo(deliveries);
+    finished(deliveries);
     options.onCompleted?.(completions, result);
   };
 
@@ -166,12 +224,43 @@ export function createRelay(options: RelayOptions): Relay {
           await releaseDeliveries(db, items);
         } finally {
           leases.letGo(items);
+          finished(items);
         }
       },
       onError: (error, stage) => failuresOf(logger).record(`relay:${stage}`, isUnavailable(error) ? "warn" : "error", { err: error, stage }, "relay error; retrying"),
     },
-    { batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000, completionWriters: options.completionWriters, processConcurrency: httpConcurrency },
+    {
+      batchSize, concurrency, pollIntervalMs, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000, completionWriters: options.completionWriters,
+      processConcurrency: options.totalHttpConcurrency ?? concurrency,
+      keyOf: (d) => d.subscriptionId,
+      turnsFor: (id) => limits.limitOf(id),
+    },
   );
+  /** Takes what this relay finished off its holds (at a stop or the end of a pass: no claim follows). */
+  const reportFinished = async () => {
+    const report = done;
+    done = new Map();
+    await reportDone(db, relayId, report).catch((error) => logger?.warn({ err: error }, "could not take finished deliveries off this relay's holds; they run out with its leases"));
+  };
+
+  /** A pass's attempts: every subscription's at once, each within its concurrency limit. */
+  const attemptAll = async (claimed: readonly ClaimedDelivery[]): Promise<Completion[]> => {
+    const groups = new Map<string, ClaimedDelivery[]>();
+    for (const d of claimed) {
+      const group = groups.get(d.subscriptionId);
+      if (group) group.push(d);
+      else groups.set(d.subscriptionId, [d]);
+    }
+    const completions: Completion[] = [];
+    await Promise.all([...groups].map(async ([id, items]) => {
+      let next = 0;
+      const worker = async () => {
+        while (next < items.length) completions.push(await attempt(items[next++]!));
+      };
+      await Promise.all(Array.from({ length: Math.min(items.length, limits.limitOf(id)) }, worker));
+    }));
+    return completions;
+  };
 
   let unlisten: (() => Promise<void>) | null = null;
   let stopRenewing: () => Promise<void> = async () => {};
@@ -186,6 +275,7 @@ export function createRelay(options: RelayOptions): Relay {
     },
     async stop() {
       await loop.stop();
+      await reportFinished();
       await stopRenewing();
       const u = unlisten;
       unlisten = null;
@@ -198,12 +288,10 @@ export function createRelay(options: RelayOptions): Relay {
         const done = leases.renewWhileHeld();
         let claimed: ClaimedDelivery[];
         try {
+          roundsAhead = 1; // a pass lasts one attempt timeout at most: one round of each subscription's turns
           claimed = await claimHeld(batchSize);
-          const completions: Completion[] = [];
-          for (let i = 0; i < claimed.length; i += httpConcurrency) {
-            completions.push(...(await Promise.all(claimed.slice(i, i + httpConcurrency).map(attempt))));
-          }
-          await complete(completions);
+          await complete(await attemptAll(claimed));
+          await reportFinished();
         } finally {
           await done();
         }

@@ -10,6 +10,8 @@ import { eventPatternProblem } from "./eventTypes.js";
 import { generateSecret, isValidSecret } from "./signature.js";
 import { parseOrThrow } from "./validation.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
+import { headersSchema } from "./subscriptionHeaders.js";
+import { matchesPatternSql } from "./patternSql.js";
 
 export type SubscriptionStatus = "active" | "degraded" | "disabled";
 
@@ -33,6 +35,12 @@ export interface Subscription {
   description: string | null;
   /** Per-subscription maximum of attempts; null means the relay's retry policy decides. */
   maxAttempts: number | null;
+  /** Sent with every attempt (lower-case names); never webhook-*, host, content-length or hop-by-hop. */
+  headers: Record<string, string>;
+  /** Paused by an operator: its deliveries wait (kept) until it is resumed. Independent of `status`. */
+  paused: boolean;
+  pausedAt: Date | null;
+  /** Health: active, degraded or disabled (by the circuit breaker or 410 Gone). */
   status: SubscriptionStatus;
   health: SubscriptionHealth;
   createdAt: Date;
@@ -76,17 +84,35 @@ export const subscriptionInputSchema = z.strictObject({
   ),
   description: z.optional(z.string().check(z.maxLength(500))),
   maxAttempts: z.optional(z.number().check(z.int(), z.gte(1), z.lte(100))),
+  headers: z.optional(headersSchema),
 });
 
-export type SubscriptionInput = z.input<typeof subscriptionInputSchema>;
+/** Most past events one backfill sends to a new subscription. */
+export const MAX_BACKFILL_EVENTS = 100_000;
 
-interface Row {
+/** A time range of past events (by when they were enqueued) to send to a new subscription. */
+export const backfillSchema = z.strictObject({
+  since: z.iso.datetime({ offset: true }),
+  until: z.optional(z.iso.datetime({ offset: true })),
+}).check(z.refine((b) => b.until === undefined || new Date(b.until) > new Date(b.since), { message: "until must be after since", path: ["until"] }));
+
+/** What `createSubscription` accepts: a subscription, and optionally past events to send it. */
+export const createSubscriptionSchema = z.extend(subscriptionInputSchema, { backfill: z.optional(backfillSchema) });
+
+export type SubscriptionInput = z.input<typeof createSubscriptionSchema>;
+
+/** Columns added by issue 15 (migration 011): read when present, so this code runs before and after it. */
+const FLOW_COLUMNS = { maxInFlight: "max_in_flight", rateLimitPerSecond: "rate_limit_per_second", attemptTimeoutMs: "attempt_timeout_ms", ordered: "ordered" } as const;
+
+export interface SubscriptionRow {
   id: string;
   url: string;
   event_types: string[];
   secrets: string[];
   description: string | null;
   max_attempts: number | null;
+  headers: Record<string, string>;
+  paused_at: Date | null;
   status: SubscriptionStatus;
   consecutive_failures: number;
   disabled_reason: string | null;
@@ -97,7 +123,12 @@ interface Row {
   updated_at: Date;
 }
 
-function toSubscription(row: Row, includeSecrets: boolean): Subscription {
+export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): Subscription {
+  const flow: Record<string, unknown> = {};
+  for (const [field, column] of Object.entries(FLOW_COLUMNS)) {
+    const value = (row as unknown as Record<string, unknown>)[column];
+    if (value !== undefined) flow[field] = typeof value === "string" && field === "rateLimitPerSecond" ? Number(value) : value;
+  }
   return {
     id: row.id,
     url: row.url,
@@ -105,6 +136,10 @@ function toSubscription(row: Row, includeSecrets: boolean): Subscription {
     ...(includeSecrets ? { secrets: row.secrets } : {}),
     description: row.description,
     maxAttempts: row.max_attempts,
+    headers: row.headers ?? {},
+    paused: row.paused_at !== null,
+    pausedAt: row.paused_at,
+    ...flow,
     status: row.status,
     health: {
       consecutiveFailures: row.consecutive_failures,
@@ -122,51 +157,96 @@ function toSubscription(row: Row, includeSecrets: boolean): Subscription {
  * Creates a subscription; a signing secret is generated when none is given. The result carries
  * the secrets (the only time they are returned unless asked for). With `destinationPolicy`, a URL
  * whose host is a refused IP literal or local name is rejected here rather than at delivery.
+ * With `backfill: { since, until? }`, the past events of that range (by when they were enqueued)
+ * whose type matches are sent to it too, as deliveries of origin `backfill`, in the same statement:
+ * the subscription exists with all of them or not at all. More than MAX_BACKFILL_EVENTS is refused.
  * @example
  * const sub = await createSubscription(db, { url: "https://example.com/hooks", eventTypes: ["order.*"] });
  */
 export async function createSubscription(
   q: Queryable,
   input: unknown,
-  options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost"> } = {},
-): Promise<Subscription> {
-  const valid = parseOrThrow(subscriptionInputSchema, input, "subscription");
-  // Early feedback for IP literals and local names; names are checked again on every connection,
-  // on the address actually dialled (DNS can change).
+  options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost">; requestedBy?: string } = {},
+): Promise<Subscription & { backfilled?: number }> {
+  const valid = parseOrThrow(createSubscriptionSchema, input, "subscription");
+  checkDestination(valid.url, options.destinationPolicy);
+  const id = `sub_${randomBytes(12).toString("base64url")}`;
+  const secrets = valid.secrets ?? [generateSecret()];
+  const eventTypes = [...new Set(valid.eventTypes)];
+  const values = [id, valid.url, eventTypes, secrets, valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(valid.headers ?? {})];
+  if (!valid.backfill) {
+    const { rows } = await q.query<SubscriptionRow>(
+      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers)
+       VALUES ($1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb)
+       RETURNING *`,
+      values,
+    );
+    return toSubscription(rows[0]!, true);
+  }
+  // One statement: the events to send are counted first, and nothing is written beyond the cap.
+  const { rows } = await q.query<SubscriptionRow & { matching: string; backfilled: string }>(
+    `WITH past AS (
+       SELECT e.id FROM outbound_events e
+       WHERE e.created_at >= $8::timestamptz AND ($9::timestamptz IS NULL OR e.created_at < $9::timestamptz)
+         AND ${matchesPatternSql("$3::text[]", "e.type")}
+       LIMIT $10 + 1
+     ),
+     created AS (
+       INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers)
+       SELECT $1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb
+       WHERE (SELECT count(*) FROM past) <= $10
+       RETURNING *
+     ),
+     sent AS (
+       INSERT INTO outbound_deliveries (id, event_id, subscription_id, origin, requested_by)
+       SELECT past.id || ':' || created.id, past.id, created.id, 'backfill', $11 FROM past, created
+       ORDER BY past.id
+       RETURNING 1
+     ),
+     woken AS (SELECT pg_notify($12, '') FROM (SELECT 1 FROM sent LIMIT 1) AS any_sent)
+     SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
+            (SELECT count(*) FROM woken) AS woken
+     FROM (SELECT 1) AS one LEFT JOIN created ON true`,
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL],
+  );
+  const row = rows[0]!;
+  if (row.id === null) {
+    throw new OutboundValidationError(
+      `Invalid subscription: backfill: more than ${MAX_BACKFILL_EVENTS} events match; choose a shorter time range.`,
+      [{ path: "backfill", message: `more than ${MAX_BACKFILL_EVENTS} events match` }],
+    );
+  }
+  return { ...toSubscription(row, true), backfilled: Number(row.backfilled) };
+}
+
+/** Early feedback for IP literals and local names; names are checked again on every connection, on the address actually dialled. */
+export function checkDestination(url: string, policy: Pick<DestinationPolicy, "checkHost"> | undefined): void {
   try {
-    options.destinationPolicy?.checkHost(new URL(valid.url).hostname);
+    policy?.checkHost(new URL(url).hostname);
   } catch (error) {
     throw new OutboundValidationError(`Invalid subscription: url: ${(error as Error).message}`, [{ path: "url", message: (error as Error).message }], { cause: error });
   }
-  const id = `sub_${randomBytes(12).toString("base64url")}`;
-  const secrets = valid.secrets ?? [generateSecret()];
-  const { rows } = await q.query<Row>(
-    `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts)
-     VALUES ($1, $2, $3::text[], $4::text[], $5, $6)
-     RETURNING *`,
-    [id, valid.url, [...new Set(valid.eventTypes)], secrets, valid.description ?? null, valid.maxAttempts ?? null],
-  );
-  return toSubscription(rows[0]!, true);
 }
 
 /** One subscription, or NotFoundError. */
 export async function getSubscription(q: Queryable, id: string, options: { includeSecrets?: boolean } = {}): Promise<Subscription> {
-  const { rows } = await q.query<Row>("SELECT * FROM outbound_subscriptions WHERE id = $1", [id]);
+  const { rows } = await q.query<SubscriptionRow>("SELECT * FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL", [id]);
   if (!rows[0]) throw new NotFoundError("subscription", id);
   return toSubscription(rows[0], options.includeSecrets ?? false);
 }
 
-/** Subscriptions in creation order, optionally of one status; `after` is the last id of the previous page. */
+/** Subscriptions (not deleted) in id order, optionally of one health status or paused; `after` is the last id of the previous page. */
 export async function listSubscriptions(
   q: Queryable,
-  options: { status?: SubscriptionStatus; limit?: number; after?: string } = {},
+  options: { status?: SubscriptionStatus; paused?: boolean; limit?: number; after?: string } = {},
 ): Promise<Subscription[]> {
-  const { rows } = await q.query<Row>(
+  const { rows } = await q.query<SubscriptionRow>(
     `SELECT * FROM outbound_subscriptions
-     WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR id > $2)
+     WHERE deleted_at IS NULL AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR id > $2)
+       AND ($4::boolean IS NULL OR (paused_at IS NOT NULL) = $4)
      ORDER BY id
      LIMIT $3`,
-    [options.status ?? null, options.after ?? null, options.limit ?? 100],
+    [options.status ?? null, options.after ?? null, options.limit ?? 100, options.paused ?? null],
   );
   return rows.map((r) => toSubscription(r, false));
 }
@@ -176,11 +256,11 @@ export async function listSubscriptions(
  * status active, failure count reset. Its kept deliveries become due at once.
  */
 export async function enableSubscription(q: Queryable, id: string): Promise<Subscription> {
-  const { rows } = await q.query<Row>(
+  const { rows } = await q.query<SubscriptionRow>(
     `UPDATE outbound_subscriptions
      SET status = 'active', consecutive_failures = 0, disabled_reason = NULL, disabled_at = NULL,
          next_probe_at = NULL, updated_at = now()
-     WHERE id = $1
+     WHERE id = $1 AND deleted_at IS NULL
      RETURNING *`,
     [id],
   );
@@ -208,10 +288,10 @@ const secretsInputSchema = z.strictObject({
  */
 export async function rotateSecrets(q: Queryable, id: string, input: unknown = {}): Promise<Subscription> {
   const valid = parseOrThrow(secretsInputSchema, input ?? {}, "secret rotation");
-  const { rows } = await q.query<Row>(
+  const { rows } = await q.query<SubscriptionRow>(
     `UPDATE outbound_subscriptions
      SET secrets = COALESCE($2::text[], ARRAY[$3::text, secrets[1]]), updated_at = now()
-     WHERE id = $1
+     WHERE id = $1 AND deleted_at IS NULL
      RETURNING *`,
     [id, valid.secrets ?? null, generateSecret()],
   );

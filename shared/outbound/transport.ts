@@ -28,6 +28,8 @@ export interface DeliveryRequest {
   body: string;
   /** Active `whsec_…` secrets; one signature per secret. */
   secrets: string[];
+  /** The subscription's custom headers; the transport's own (content-type, user-agent, webhook-*) always win. */
+  headers?: Record<string, string>;
   /** This attempt's deadline in ms. Default: the transport's `timeoutMs`. */
   timeoutMs?: number;
 }
@@ -136,6 +138,7 @@ export function createTransport(options: TransportOptions = {}): Transport {
         origin: url.origin,
         path: url.pathname + url.search,
         headers: {
+          ...req.headers,
           "content-type": "application/json",
           "user-agent": userAgent,
           "webhook-id": req.webhookId,

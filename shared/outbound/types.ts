@@ -25,6 +25,8 @@ export interface ClaimedDelivery {
   attempts: number;
   /** The subscription's own maximum, or null for the policy's. */
   maxAttempts: number | null;
+  /** The subscription's custom headers, sent with the attempt (validated: never webhook-*, host, …). */
+  headers?: Record<string, string>;
   leaseToken: string;
   /** Sent to a disabled endpoint to test recovery: a failure does not count toward the maximum. */
   probe: boolean;

@@ -16,7 +16,10 @@ export interface Request {
   headers: IncomingHttpHeaders;
   /** The raw body bytes; rejects with 413 beyond the limit. Read once, cached. */
   body(): Promise<Buffer>;
-  /** The body parsed as JSON; rejects with 400 and a precise message when it is not JSON. */
+  /**
+   * The body parsed as JSON; rejects with 415 when the content type is not JSON (`application/json`
+   * or `…+json`), 400 with a precise message when the body is not JSON.
+   */
   json<T = unknown>(): Promise<T>;
 }
 
@@ -78,6 +81,12 @@ function compile(route: Route): CompiledRoute {
     })
     .join("/");
   return { ...route, pattern: new RegExp(`^${source}/?$`), names };
+}
+
+/** `application/json` or a `+json` type such as `application/merge-patch+json`, any parameters. */
+function isJsonType(header: string | undefined): boolean {
+  const type = (header ?? "").split(";")[0]!.trim().toLowerCase();
+  return type === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(type);
 }
 
 export function bearerMatches(header: string | undefined, token: string): boolean {
@@ -208,11 +217,11 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
   const dispatch = async (req: IncomingMessage): Promise<Response> => {
     const url = requestUrl(req.url ?? "/");
     const method = (req.method ?? "GET").toUpperCase();
-    let pathMatched = false;
+    const allowed = new Set<string>();
     for (const route of routes) {
       const m = route.pattern.exec(url.pathname);
       if (!m) continue;
-      pathMatched = true;
+      allowed.add(route.method);
       if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue;
       if (route.auth === "admin" && !bearerMatches(req.headers.authorization, options.adminToken)) {
         throw new HttpError(401, "unauthorized", "Missing or wrong bearer token: send `Authorization: Bearer <ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
@@ -236,6 +245,10 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
         body,
         async json<T>() {
           const raw = await body();
+          const type = req.headers["content-type"];
+          if ((type !== undefined || raw.length > 0) && !isJsonType(type)) {
+            throw new HttpError(415, "unsupported_media_type", `The body must be JSON: send \`content-type: application/json\`${type ? `, not ${JSON.stringify(type.slice(0, 100))}` : ""}.`);
+          }
           if (raw.length === 0) throw new HttpError(400, "invalid_json", "The body is empty; send a JSON document.");
           try {
             return JSON.parse(raw.toString("utf8")) as T;
@@ -245,7 +258,11 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
         },
       });
     }
-    if (pathMatched) throw new HttpError(405, "method_not_allowed", `${method} is not allowed on ${url.pathname}.`);
+    if (allowed.size > 0) {
+      if (allowed.has("GET")) allowed.add("HEAD");
+      const allow = [...allowed].sort().join(", ");
+      throw new HttpError(405, "method_not_allowed", `${method} is not allowed on ${url.pathname}; use ${allow}.`, undefined, { allow });
+    }
     throw new HttpError(404, "not_found", `No route for ${method} ${url.pathname}.`);
   };
 

@@ -20,7 +20,7 @@ export interface TestPlatform {
   config: Config;
   platform: Platform;
   /** Authenticated JSON call to the management API; throws with the body on a non-2xx. */
-  api<T = any>(method: "GET" | "POST", path: string, body?: unknown): Promise<T>;
+  api<T = any>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body?: unknown): Promise<T>;
   stop(): Promise<void>;
 }
 

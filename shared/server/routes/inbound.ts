@@ -11,6 +11,7 @@ import { getOrder } from "../../inbound/orders.js";
 import { REPLAYABLE_STATUSES, replayEntries, replayEntry, type ReplayableStatus } from "../../inbound/replay.js";
 import { loadPartners } from "../../inbound/verify/index.js";
 import { HttpError, type Request, type Route } from "../router.js";
+import { decodeCursor, isStringPair, page } from "../pagination.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -72,13 +73,16 @@ export function inboundRoutes(ctx: PlatformContext): Route[] {
         const beforeText = req.query.get("before");
         const before = beforeText ? new Date(beforeText) : undefined;
         if (before && Number.isNaN(before.getTime())) throw new HttpError(400, "bad_query", "before must be an ISO 8601 time, e.g. the receivedAt of the last entry of the previous page.");
-        const entries = await listInboxEntries(db, {
+        const after = decodeCursor(req.query.get("cursor") ?? undefined, isStringPair);
+        if (after && !UUID.test(after[1])) throw new HttpError(400, "invalid_cursor", "cursor is not one this list gave out; pass the `next` of the previous page unchanged.");
+        const { rows, next } = await page(limitParam(req.query.get("limit"), "limit"), (n) => listInboxEntries(db, {
           status: statusParam(req.query.get("status"), INBOX_STATUSES, "status") as InboxStatus | undefined,
           partner: req.query.get("partner") || undefined,
-          limit: limitParam(req.query.get("limit"), "limit"),
+          limit: n,
           before,
-        });
-        return { status: 200, body: { entries } };
+          after,
+        }), (e) => e.key);
+        return { status: 200, body: { entries: rows.map(({ key: _key, ...e }) => e), next } };
       },
     },
     {

@@ -1,0 +1,166 @@
+/**
+ * What an operator changes on a subscription after creating it: its settings (edit), whether it is
+ * sent to (pause, resume), and whether it exists (delete). What each does to deliveries:
+ *
+ * | change | pending deliveries | a delivery in flight |
+ * |---|---|---|
+ * | edit | take the new URL, headers and maximum at their next attempt | finishes with the old ones |
+ * | pause | kept, not attempted until resumed | finishes; its outcome is applied (a retry waits) |
+ * | resume | due at once | – |
+ * | delete | cancelled (status `cancelled`, kept as history) | finishes; its outcome is logged (stale), not applied: cancelled, never retried |
+ */
+import * as z from "zod/mini";
+import type { Queryable } from "../db/port.js";
+import type { DestinationPolicy } from "./destinationPolicy.js";
+import { NotFoundError, OutboundValidationError } from "./errors.js";
+import { NOTIFY_CHANNEL } from "./notify.js";
+import { checkDestination, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
+import { parseOrThrow } from "./validation.js";
+
+/**
+ * Fields an edit may change, and their columns. Fixed here: SQL is never built from input, only
+ * from this table. `secrets` have their own operation (rotation); `ordered` is set at creation.
+ */
+const EDITABLE: Record<string, string> = {
+  url: "url",
+  eventTypes: "event_types",
+  description: "description",
+  maxAttempts: "max_attempts",
+  headers: "headers",
+  maxInFlight: "max_in_flight",
+  rateLimitPerSecond: "rate_limit_per_second",
+  attemptTimeoutMs: "attempt_timeout_ms",
+};
+const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb" };
+/** Fields that may be set to null: back to the default. */
+const NULLABLE = new Set(["description", "maxAttempts", "rateLimitPerSecond", "attemptTimeoutMs"]);
+
+/** The edit schema: every editable field of the creation schema, optional, some nullable. */
+function editSchema() {
+  const shape: Record<string, z.core.$ZodType> = {};
+  for (const [field, schema] of Object.entries(subscriptionInputSchema.shape)) {
+    if (!(field in EDITABLE)) continue;
+    const inner = schema instanceof z.ZodMiniOptional ? (schema as z.ZodMiniOptional).def.innerType : schema;
+    shape[field] = z.optional(NULLABLE.has(field) ? z.nullable(inner) : inner);
+  }
+  return z.strictObject(shape).check(z.refine((v) => Object.keys(v).length > 0, "send at least one field to change"));
+}
+let cachedEditSchema: ReturnType<typeof editSchema> | undefined;
+
+/**
+ * Changes the given fields (the others stay). Pending deliveries use the new settings from their
+ * next attempt; one in flight finishes with the old. A new URL is a new endpoint: its health
+ * starts afresh (active, no failures) and its waiting deliveries are due at once.
+ * @example
+ * await updateSubscription(db, "sub_…", { url: "https://new.example/hooks", headers: { "x-api-key": "…" } });
+ */
+export async function updateSubscription(
+  q: Queryable,
+  id: string,
+  input: unknown,
+  options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost"> } = {},
+): Promise<Subscription> {
+  const valid = parseOrThrow((cachedEditSchema ??= editSchema()), input, "subscription change") as Record<string, unknown>;
+  if (typeof valid.url === "string") checkDestination(valid.url, options.destinationPolicy);
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  for (const [field, value] of Object.entries(valid)) {
+    const column = EDITABLE[field]!;
+    values.push(field === "headers" ? JSON.stringify(value) : field === "eventTypes" ? [...new Set(value as string[])] : value);
+    sets.push(`${column} = $${values.length}${CAST[column] ?? ""}`);
+  }
+  const newUrl = typeof valid.url === "string";
+  if (newUrl) {
+    sets.push("status = 'active'", "consecutive_failures = 0", "disabled_reason = NULL", "disabled_at = NULL", "next_probe_at = NULL");
+  }
+  const { rows } = await q.query<SubscriptionRow & { url_changed: boolean }>(
+    `UPDATE outbound_subscriptions SET ${sets.join(", ")}, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL
+     RETURNING *`,
+    values,
+  ).catch((error: unknown) => {
+    // A field of issue 15's migration 011 sent to a database without it.
+    if ((error as { code?: string }).code === "42703") throw new OutboundValidationError(`Invalid subscription change: ${(error as Error).message}; this database lacks a migration, apply it first.`);
+    throw error;
+  });
+  if (!rows[0]) throw new NotFoundError("subscription", id);
+  if (newUrl) await dueNow(q, id);
+  return toSubscription(rows[0], false);
+}
+
+/** Makes the subscription's waiting deliveries (that no relay holds) due now, and wakes the relays. */
+async function dueNow(q: Queryable, id: string): Promise<void> {
+  await q.query(
+    `UPDATE outbound_deliveries SET next_attempt_at = now(), updated_at = now()
+     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > now()
+       AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
+    [id],
+  );
+  await q.query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL]);
+}
+
+/**
+ * Pauses a subscription: nothing is sent to it until `resumeSubscription`; new events still make
+ * deliveries for it, kept pending. An attempt in flight finishes and is recorded. A disabled
+ * endpoint is not probed while paused. Pausing a paused subscription changes nothing.
+ */
+export async function pauseSubscription(q: Queryable, id: string): Promise<Subscription> {
+  const { rows } = await q.query<SubscriptionRow>(
+    `UPDATE outbound_subscriptions
+     SET paused_at = COALESCE(paused_at, now()), next_probe_at = NULL, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL
+     RETURNING *`,
+    [id],
+  );
+  if (!rows[0]) throw new NotFoundError("subscription", id);
+  return toSubscription(rows[0], false);
+}
+
+/**
+ * Resumes a paused subscription: its waiting deliveries are due at once. One disabled by the
+ * circuit breaker is probed at once (one disabled by 410 Gone still waits for `enable`).
+ */
+export async function resumeSubscription(q: Queryable, id: string): Promise<Subscription> {
+  const { rows } = await q.query<SubscriptionRow>(
+    `UPDATE outbound_subscriptions
+     SET paused_at = NULL,
+         next_probe_at = CASE WHEN status = 'disabled' AND starts_with(disabled_reason, 'circuit') THEN now() ELSE next_probe_at END,
+         updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL
+     RETURNING *`,
+    [id],
+  );
+  if (!rows[0]) throw new NotFoundError("subscription", id);
+  await dueNow(q, id);
+  return toSubscription(rows[0], false);
+}
+
+/**
+ * Deletes a subscription: it gets no new deliveries, and its pending ones are cancelled (status
+ * `cancelled`, kept with their attempt log as history; nothing is removed). An attempt in flight
+ * finishes; its outcome is logged and not applied, so it is never retried. The subscription is
+ * then unknown to every operation (404); its deliveries stay listable by `subscriptionId`.
+ */
+export async function deleteSubscription(q: Queryable, id: string): Promise<{ id: string; deletedAt: Date; cancelledDeliveries: number }> {
+  const { rows } = await q.query<{ id: string | null; deleted_at: Date | null; cancelled: string }>(
+    `WITH deleted AS (
+       UPDATE outbound_subscriptions
+       SET deleted_at = now(), paused_at = NULL, next_probe_at = NULL, updated_at = now()
+       WHERE id = $1 AND deleted_at IS NULL
+       RETURNING id, deleted_at
+     ),
+     cancelled AS (
+       UPDATE outbound_deliveries d
+       SET status = 'cancelled', cancelled_at = now(), updated_at = now()
+       FROM deleted
+       WHERE d.subscription_id = deleted.id AND d.status = 'pending'
+       RETURNING 1
+     )
+     SELECT deleted.id, deleted.deleted_at, (SELECT count(*) FROM cancelled) AS cancelled
+     FROM (SELECT 1) AS one LEFT JOIN deleted ON true`,
+    [id],
+  );
+  const row = rows[0]!;
+  if (row.id === null) throw new NotFoundError("subscription", id);
+  return { id: row.id, deletedAt: row.deleted_at!, cancelledDeliveries: Number(row.cancelled) };
+}

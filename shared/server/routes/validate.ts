@@ -1,0 +1,78 @@
+/**
+ * What every management route shares: the query and body checked with zod (unknown parameters
+ * refused, so typos do not pass silently), and the core's typed errors as precise 4xx answers.
+ */
+import * as z from "zod/mini";
+import { safeParse } from "../../safeParse.js";
+import { EventConflictError, NotADeadLetterError, NotFoundError, NotSubscribedError, OutboundValidationError, PayloadTooLargeError } from "../../outbound/index.js";
+import { formatPath } from "../../outbound/validation.js";
+import { MAX_PAGE_SIZE } from "../pagination.js";
+import { HttpError, type Request, type Route } from "../router.js";
+
+/** Our typed errors as HTTP answers; anything else goes to the router (503 for a database outage, else 500). */
+export function toHttpError(error: unknown): unknown {
+  if (error instanceof PayloadTooLargeError) return new HttpError(413, "payload_too_large", error.message, { sizeBytes: error.sizeBytes, limitBytes: error.limitBytes });
+  if (error instanceof OutboundValidationError) return new HttpError(400, "invalid_request", error.message, error.issues);
+  if (error instanceof EventConflictError) return new HttpError(409, "event_conflict", error.message, { eventId: error.eventId });
+  if (error instanceof NotFoundError) return new HttpError(404, "not_found", error.message, { entity: error.entity, id: error.id });
+  if (error instanceof NotADeadLetterError) return new HttpError(409, "not_a_dead_letter", error.message, { id: error.deliveryId, status: error.status });
+  if (error instanceof NotSubscribedError) return new HttpError(409, "not_subscribed", error.message, { eventId: error.eventId, subscriptionId: error.subscriptionId });
+  // SQLSTATE class 22 (data exception): a value PostgreSQL cannot take, such as a NUL character.
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code.startsWith("22")) {
+    return new HttpError(400, "invalid_request", "A value in the request cannot be stored (for example a NUL character); remove it and retry.");
+  }
+  return error;
+}
+
+/** An admin route whose typed errors become 4xx answers. */
+export function route(method: Route["method"], path: string, handler: Route["handler"]): Route {
+  return {
+    method,
+    path,
+    auth: "admin",
+    handler: async (req) => {
+      try {
+        return await handler(req);
+      } catch (error) {
+        throw toHttpError(error);
+      }
+    },
+  };
+}
+
+function invalid(what: string, issues: readonly z.core.$ZodIssue[]): HttpError {
+  const list = issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
+  return new HttpError(400, "invalid_request", `Invalid ${what}: ${list.map((i) => `${i.path}: ${i.message}`).join("; ")}.`, list);
+}
+
+/** Parses the query string with `schema`; a parameter given twice or unknown is a 400. */
+export function queryOf<S extends z.core.$ZodType>(req: Request, schema: S): z.infer<S> {
+  const raw: Record<string, string> = {};
+  for (const [key, value] of req.query) {
+    if (key in raw) throw new HttpError(400, "invalid_request", `Query parameter ${key} is given twice; give it once.`);
+    raw[key] = value;
+  }
+  const parsed = safeParse(schema, raw);
+  if (!parsed.success) throw invalid("query", parsed.error.issues);
+  return parsed.data;
+}
+
+export function bodyOf<S extends z.core.$ZodType>(schema: S, input: unknown, what: string): z.infer<S> {
+  const parsed = safeParse(schema, input);
+  if (!parsed.success) throw invalid(what, parsed.error.issues);
+  return parsed.data;
+}
+
+/** The JSON body, or `{}` when there is none (routes whose every field is optional). */
+export async function optionalJson(req: Request): Promise<unknown> {
+  const raw = await req.body();
+  return raw.length === 0 ? {} : req.json();
+}
+
+export const limit = z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(MAX_PAGE_SIZE)));
+export const cursor = z.optional(z.string().check(z.minLength(1), z.maxLength(1000)));
+/** An optional text filter of 1 to 200 characters. */
+export const filterText = () => z.optional(z.string().check(z.minLength(1), z.maxLength(200)));
+/** An optional ISO 8601 time with an offset (`2026-01-31T12:00:00Z`), as a Date. */
+export const time = () => z.optional(z.pipe(z.iso.datetime({ offset: true }), z.transform((s: string) => new Date(s))));
