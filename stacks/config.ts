@@ -40,8 +40,11 @@ export const stackConfigSchema = z.object({
   /**
    * Deliveries of one queue message before it goes to the dead-letter queue (SQS
    * `maxReceiveCount`, Service Bus `max_delivery_count`, Pub/Sub `max_delivery_attempts`).
-   * 5..100 because Pub/Sub accepts nothing outside that range. The inbound retry schedule
-   * (1, 5, 15 min) runs in the processor; this count is the backstop for crashes. Default: 5.
+   * 5..100 because Pub/Sub accepts nothing outside that range. Once the inbox holds an entry, its
+   * own retry schedule (INBOX_RETRY_SCHEDULE) and quarantine decide; this count covers what fails
+   * before that (database unreachable, a crash). On Azure it also bounds the processor's delayed
+   * retries before the inbox; on GCP it is the least the push attempts may be (gcpPushRetryMinutes
+   * sets them, for pushes refused while every instance is busy). Default: 5.
    */
   maxDeliveryAttempts: int(5, 100).default(5),
   /** Retention of the main queue, days (Pub/Sub subscriptions keep at most 7). Default: 4. */

@@ -67,12 +67,8 @@ export class GcpWebhooksStack extends TerraformStack {
     const urlVersion = database.urlSecretVersion;
     const secretDeps = {
       ingest: [secrets.allow(secrets.partnerSecret, "ingest", accounts.emails.ingest), partnerVersion],
-      processor: [
-        secrets.allow(database.urlSecret, "processor", accounts.emails.processor),
-        secrets.allow(secrets.partnerSecret, "processor", accounts.emails.processor),
-        urlVersion,
-        partnerVersion,
-      ],
+      // No partner secrets for the processor: ingest verified every message before it was published.
+      processor: [secrets.allow(database.urlSecret, "processor", accounts.emails.processor), urlVersion],
       relay: [
         secrets.allow(database.urlSecret, "relay", accounts.emails.relay),
         urlVersion,
@@ -121,7 +117,7 @@ export class GcpWebhooksStack extends TerraformStack {
         WEBHOOKS_DB_POOL_MAX: String(pools.processor),
         ...databaseTls,
       },
-      secrets: { DATABASE_URL: database.urlSecret, PARTNERS: secrets.partnerSecret },
+      secrets: { DATABASE_URL: database.urlSecret },
       // Private ranges only: the database via the connector, Google APIs directly.
       vpc: privateRanges,
     }));
