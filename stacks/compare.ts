@@ -1,199 +1,346 @@
 /**
- * `npm run compare`: synthesizes the three stacks and prints them side by side, derived from
- * the synthesized Terraform JSON: which services and resource types each component uses, the
- * limits each stack configures, and the service limits of the queue each stack actually has.
- * Also writes the same content to docs/comparison.md.
+ * `npm run compare`: the three stacks side by side as a decision aid, derived from the
+ * synthesized Terraform JSON: what each costs (always-on baseline and at traffic tiers, with the
+ * formula and the cited price of every line), the limits a webhook meets end to end, and what
+ * each asks of an operator. Writes docs/comparison.md and its chart docs/comparison-cost.svg.
+ *
+ *   npm run compare                      # tiers 1 M, 10 M, 100 M; rewrites the docs
+ *   npm run compare -- --traffic 25M     # your own volume (webhooks a month in each direction)
+ *   npm run compare -- --json            # the same, for machines
+ *   npm run compare -- --markdown x.md   # write the Markdown (and x-cost.svg) elsewhere
  */
 import { writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { TerraformJson } from "./app.js";
 import type { Cloud } from "./artifacts.js";
-import { QUEUE_FACTS, serviceOf } from "./serviceFacts.js";
+import { type ChartSeries, costChartSvg } from "./compareChart.js";
+import { limitRows } from "./compareLimits.js";
+import { operationRows } from "./compareOperations.js";
+import { loadPrices, type Price, type PriceList } from "./prices.js";
+import { type CostLine, costLines, monthlyTotal, type Total } from "./pricesEstimate.js";
+import { API_GATEWAY_REGIONS, CLOUD_RUN_FUNCTION_CPU, COLD_STARTS, ELASTIC_PREMIUM_VCPUS, INGRESS_FACTS, QUEUE_FACTS, serviceOf } from "./serviceFacts.js";
 import { synthForChecks } from "./synthForChecks.js";
 import { markdownTable, textTable } from "./table.js";
-import { allResources, block, resourcesOf, type SynthResource } from "./terraformJson.js";
+import { allResources } from "./terraformJson.js";
 
 const CLOUDS: Cloud[] = ["aws", "azure", "gcp"];
-const COMPONENTS = ["ingress", "queue", "claim-checks", "workers", "relay", "database", "secrets", "identities", "observability", "network", "hosting"];
-
-export interface Comparison {
-  headers: string[];
-  components: string[][];
-  limits: string[][];
-  notes: string[];
-}
+const COMPONENTS = ["ingress", "queue", "claim-checks", "workers", "relay", "migration", "migrate", "database", "secrets", "identities", "observability", "network"];
+/** Inventory rows that say nothing to someone choosing a cloud: shown only in the folded inventory. */
+const NOISE = ["hosting", "group", "apis"];
+export const DEFAULT_TIERS = [1e6, 1e7, 1e8];
+export const CHART_TITLE = "Monthly cost against traffic (USD, list prices, stacks as configured)";
+const COLORS: Record<Cloud, string> = { aws: "#e07b00", azure: "#0a6ed1", gcp: "#1e8e3e" };
 
 type Row = [string, ...string[]];
 
-const uniq = <T>(xs: T[]) => [...new Set(xs)];
-const days = (seconds: number) => `${+(seconds / 86_400).toFixed(2)} d`;
-const durationSeconds = (d: unknown) => Number(String(d).replace(/s$/, ""));
-const iso = (d: unknown) => String(d);
+export interface CloudMoney {
+  lines: CostLine[];
+  baseline: Total;
+  tiers: Total[];
+}
 
-function componentCell(json: TerraformJson, component: string): string {
+export interface Comparison {
+  headers: string[];
+  tiers: number[];
+  money: Record<Cloud, CloudMoney>;
+  limits: Row[];
+  operations: Row[];
+  /** Services per component (the noise rows left out). */
+  components: Row[];
+  /** Resource types per component, every component. */
+  inventory: Row[];
+  prices: PriceList;
+  notes: string[];
+}
+
+const uniq = <T>(xs: T[]) => [...new Set(xs)];
+export const traffic = (n: number) => (n >= 1e6 ? `${+(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${+(n / 1e3).toFixed(1)} k` : String(n));
+const usd = (v: number) => `$${v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(2) : v.toFixed(3)}`;
+
+function inventoryCell(json: TerraformJson, component: string, withTypes: boolean): string {
   const resources = allResources(json).filter((r) => r.component === component);
   if (resources.length === 0) return "—";
+  const services = uniq(resources.map((r) => serviceOf(r.type))).join(", ");
+  if (!withTypes) return services;
   const counts = new Map<string, number>();
   for (const r of resources) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
-  const services = uniq(resources.map((r) => serviceOf(r.type))).join(", ");
-  const types = [...counts].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join("\n");
-  return `${services}\n${types}`;
+  return `${services}\n${[...counts].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join("\n")}`;
 }
 
-/** The queue resource carrying delivery settings, found by the type its facts are keyed by. */
-function queueOf(json: TerraformJson): SynthResource | undefined {
-  for (const type of Object.keys(QUEUE_FACTS)) {
-    const found = resourcesOf(json, type).find((r) => r.component === "queue" && !/dlq/.test(r.path));
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/** Values each stack configures, read from the resources it synthesized. */
-function configured(cloud: Cloud, json: TerraformJson): Record<string, string> {
-  const q = queueOf(json);
-  const b = q?.body ?? {};
-  const out: Record<string, string> = {};
-  const dlq = allResources(json).find((r) => r.component === "queue" && /dlq/.test(r.path) && /queue|topic/.test(r.type));
-  if (cloud === "aws") {
-    const redrive = b.redrive_policy ? (JSON.parse(String(b.redrive_policy)) as { maxReceiveCount: number }) : undefined;
-    out.attempts = redrive ? `maxReceiveCount = ${redrive.maxReceiveCount}` : "no redrive";
-    out.retention = `${days(Number(b.message_retention_seconds))} (DLQ ${days(Number(dlq?.body.message_retention_seconds))})`;
-    out.size = b.max_message_size ? `max_message_size = ${Number(b.max_message_size) / 1024} KiB` : "service default";
-    out.lease = `visibility_timeout_seconds = ${b.visibility_timeout_seconds}`;
-    const mapping = resourcesOf(json, "aws_lambda_event_source_mapping")[0];
-    out.concurrency = mapping ? `maximum_concurrency = ${block(mapping.body.scaling_config).maximum_concurrency}, batch_size = ${mapping.body.batch_size}` : "—";
-    out.logs = uniq(resourcesOf(json, "aws_cloudwatch_log_group").map((g) => String(g.body.retention_in_days))).join("/") + " d";
-  } else if (cloud === "azure") {
-    out.attempts = `max_delivery_count = ${b.max_delivery_count}`;
-    out.retention = `default_message_ttl = ${iso(b.default_message_ttl)}; dead_lettering_on_message_expiration = ${b.dead_lettering_on_message_expiration}`;
-    out.size = b.max_message_size_in_kilobytes ? `${b.max_message_size_in_kilobytes} KB` : `tier default (${resourcesOf(json, "azurerm_servicebus_namespace")[0]?.body.sku} SKU)`;
-    out.lease = `lock_duration = ${iso(b.lock_duration)}`;
-    const processor = resourcesOf(json, "azurerm_linux_function_app").find((r) => r.component === "workers");
-    const settings = (processor?.body.app_settings ?? {}) as Record<string, string>;
-    out.concurrency = `app_scale_limit = ${block(processor?.body.site_config).app_scale_limit}, maxConcurrentCalls = ${settings.AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls}`;
-    out.logs = `${resourcesOf(json, "azurerm_log_analytics_workspace")[0]?.body.retention_in_days} d`;
-  } else {
-    out.attempts = `max_delivery_attempts = ${block(b.dead_letter_policy).max_delivery_attempts}`;
-    out.retention = `${days(durationSeconds(b.message_retention_duration))} (DLQ topic ${days(durationSeconds(dlq?.body.message_retention_duration))})`;
-    out.size = "service maximum (not configurable)";
-    out.lease = `ack_deadline_seconds = ${b.ack_deadline_seconds}`;
-    const processor = resourcesOf(json, "google_cloudfunctions2_function").find((r) => r.component === "workers");
-    out.concurrency = `max_instance_count = ${block(processor?.body.service_config).max_instance_count}`;
-    out.logs = `${resourcesOf(json, "google_logging_project_bucket_config")[0]?.body.retention_days} d`;
-  }
-  return out;
-}
-
-/** Where the webhook signature is verified, read from the ingress resources. */
-function signatureCheck(json: TerraformJson): string {
-  const integrations = resourcesOf(json, "aws_apigatewayv2_integration");
-  if (integrations.some((i) => i.body.integration_subtype === "SQS-SendMessage")) return "processor Lambda (direct API Gateway → SQS: unsigned requests reach the queue)";
-  if (integrations.length > 0) return "ingest Lambda behind API Gateway, before the queue (401 stores nothing)";
-  if (resourcesOf(json, "azurerm_api_management").length > 0) return "API Management policy";
-  if (resourcesOf(json, "azurerm_linux_function_app").some((r) => r.component === "ingress")) return "ingest Function (HTTP trigger), before the queue";
-  if (resourcesOf(json, "google_api_gateway_gateway").length > 0) return "ingest function behind API Gateway (which cannot check an HMAC), before the topic";
-  return "—";
-}
-
-/** What the relay needs to reach the internet, read from its network resources. */
-function outboundPath(json: TerraformJson): string {
-  const relayLambda = resourcesOf(json, "aws_lambda_function").find((r) => r.component === "relay");
-  if (relayLambda) {
-    const nat = resourcesOf(json, "aws_nat_gateway").length;
-    return relayLambda.body.vpc_config ? `relay in VPC → NAT gateway (${nat} aws_nat_gateway) + Elastic IP` : "relay outside VPC: direct";
-  }
-  const relayApp = resourcesOf(json, "azurerm_linux_function_app").find((r) => r.component === "relay");
-  if (relayApp) {
-    const nat = resourcesOf(json, "azurerm_nat_gateway").length;
-    return relayApp.body.virtual_network_subnet_id ? `relay VNet-integrated, route-all → NAT gateway (${nat} azurerm_nat_gateway) + static IP` : "relay without VNet: platform outbound";
-  }
-  const relayFn = resourcesOf(json, "google_cloudfunctions2_function").find((r) => r.component === "relay");
-  if (relayFn) {
-    const service = block(relayFn.body.service_config);
-    const nat = resourcesOf(json, "google_compute_router_nat").length;
-    return service.vpc_connector
-      ? `relay via Serverless VPC Access connector, egress ${service.vpc_connector_egress_settings} → Cloud NAT (${nat} google_compute_router_nat) + static IP`
-      : "relay without connector: direct";
-  }
-  return "—";
-}
-
-export function buildComparison(stacks: Record<Cloud, TerraformJson>): Comparison {
-  const headers = ["", ...CLOUDS.map((c) => c.toUpperCase())];
-  // Known components in a reading order, then any other component a stack has.
+function componentRows(stacks: Record<Cloud, TerraformJson>, withTypes: boolean, skip: string[]): Row[] {
   const found = CLOUDS.flatMap((c) => allResources(stacks[c]).map((r) => r.component));
-  const order = uniq([...COMPONENTS, ...found.filter((x) => !COMPONENTS.includes(x))]);
-  const components = order.map((component): Row => [component, ...CLOUDS.map((c) => componentCell(stacks[c], component))]).filter((row) =>
-    row.slice(1).some((cell) => cell !== "—"),
-  );
-  const facts = CLOUDS.map((c) => {
-    const q = queueOf(stacks[c]);
-    return q ? QUEUE_FACTS[q.type] : undefined;
-  });
-  const conf = CLOUDS.map((c) => configured(c, stacks[c]));
-  const fact = (label: string, key: keyof NonNullable<(typeof facts)[number]>): Row => [label, ...facts.map((f) => (f ? f[key] : "—"))];
-  const set = (label: string, key: string): Row => [label, ...conf.map((c) => c[key] ?? "—")];
-  const limits: Row[] = [
-    fact("queue service", "service"),
-    set("configured: delivery attempts before DLQ", "attempts"),
-    fact("service: delivery attempts", "deliveryAttempts"),
-    set("configured: retention", "retention"),
-    fact("service: max retention", "maxRetention"),
-    set("configured: message size", "size"),
-    fact("service: max message size", "maxMessageSize"),
-    set("configured: visibility / lock / ack", "lease"),
-    set("configured: processor concurrency", "concurrency"),
-    fact("service: max delay", "maxDelay"),
-    fact("service: ordering option", "ordering"),
-    ["signature checked in", ...CLOUDS.map((c) => signatureCheck(stacks[c]))],
-    ["outbound delivery path", ...CLOUDS.map((c) => outboundPath(stacks[c]))],
-    set("configured: log retention", "logs"),
+  const order = uniq([...COMPONENTS, ...found.filter((x) => !COMPONENTS.includes(x))]).filter((c) => !skip.includes(c));
+  return order
+    .map((component): Row => [component, ...CLOUDS.map((c) => inventoryCell(stacks[c], component, withTypes))])
+    .filter((row) => row.slice(1).some((cell) => cell !== "—"));
+}
+
+export function buildComparison(stacks: Record<Cloud, TerraformJson>, options: { tiers?: number[]; prices?: PriceList } = {}): Comparison {
+  const tiers = options.tiers ?? DEFAULT_TIERS;
+  const prices = options.prices ?? loadPrices();
+  const money = Object.fromEntries(
+    CLOUDS.map((c) => {
+      const lines = costLines(c, stacks[c], prices);
+      return [c, { lines, baseline: monthlyTotal(lines, 0), tiers: tiers.map((n) => monthlyTotal(lines, n)) }];
+    }),
+  ) as Record<Cloud, CloudMoney>;
+  const queueTypes = CLOUDS.flatMap((c) => Object.keys(QUEUE_FACTS).filter((t) => allResources(stacks[c]).some((r) => r.type === t)));
+  const notes = [
+    ...uniq(queueTypes).map((t) => `${QUEUE_FACTS[t]!.service}: ${QUEUE_FACTS[t]!.source}`),
+    ELASTIC_PREMIUM_VCPUS.source,
+    CLOUD_RUN_FUNCTION_CPU.source,
+    API_GATEWAY_REGIONS.source,
+    INGRESS_FACTS.azureHttpResponse.source,
+    INGRESS_FACTS.sqsMaxDelaySeconds.source,
+    `Cold starts: ${COLD_STARTS.source}`,
   ];
-  const notes = uniq(facts.filter((f) => f !== undefined).map((f) => `${f.service}: ${f.source}`));
-  return { headers, components, limits, notes };
+  return {
+    headers: ["", ...CLOUDS.map((c) => c.toUpperCase())],
+    tiers,
+    money,
+    limits: limitRows(stacks),
+    operations: operationRows(stacks),
+    components: componentRows(stacks, false, NOISE),
+    inventory: componentRows(stacks, true, []),
+    prices,
+    notes,
+  };
+}
+
+/** "$82.27" or "≥ $186 (unknown: …)". */
+export function totalCell(t: Total): string {
+  return t.unknown.length === 0 ? usd(t.usd) : `≥ ${usd(t.usd)} (unknown: ${t.unknown.join(", ")})`;
+}
+
+function summaryRows(c: Comparison): Row[] {
+  return [
+    ["always-on baseline (no traffic)", ...CLOUDS.map((cloud) => totalCell(c.money[cloud].baseline))],
+    ...c.tiers.map((n, i): Row => [`at ${traffic(n)} webhooks a month each way`, ...CLOUDS.map((cloud) => totalCell(c.money[cloud].tiers[i]!))]),
+  ];
+}
+
+function unknownCell(line: CostLine, prices: PriceList): string {
+  const missing = line.priceIds.map((id) => prices.prices[id]!).filter((p) => p.usd === null);
+  return `unknown, see ${uniq(missing.map((p) => p.source.url)).join(", ") || "stacks/prices.json"}`;
+}
+
+export function lineHeaders(c: Comparison): string[] {
+  return ["item", "read from the stack", "formula (N = webhooks a month each way)", "idle", ...c.tiers.map(traffic)];
+}
+
+/** One cloud's cost lines, their amounts at idle and at each tier. */
+export function lineRows(c: Comparison, cloud: Cloud): Row[] {
+  return c.money[cloud].lines.map((l): Row => {
+    const amount = (n: number) => {
+      if (l.kind === "traffic" && n === 0) return "—";
+      const v = l.monthly(n);
+      return v === null || Number.isNaN(v) ? "unknown" : usd(v);
+    };
+    const known = l.monthly(c.tiers[0] ?? 1);
+    const formula = known === null || Number.isNaN(known) ? `${l.formula}; ${unknownCell(l, c.prices)}` : l.formula;
+    return [l.item, l.quantity, formula, amount(0), ...c.tiers.map(amount)];
+  });
+}
+
+function priceRows(prices: PriceList): Row[] {
+  return Object.entries(prices.prices).map(([id, p]: [string, Price]): Row => [
+    id,
+    p.usd === null ? `unknown: ${p.unknown}` : `$${p.usd} per ${p.per}`,
+    p.region ?? "—",
+    `${p.source.name}, ${p.source.url}${p.readVia ? `; read via ${p.readVia}` : ""}`,
+    p.read,
+  ]);
+}
+
+/** Points for the chart: the tiers widened to a smooth log-spaced curve from 1 M to 100 M. */
+export function chartSeries(c: Comparison, from = Math.min(...c.tiers, 1e6), to = Math.max(...c.tiers, 1e8)): ChartSeries[] {
+  const steps = 12;
+  const ns = Array.from({ length: steps + 1 }, (_, i) => 10 ** (Math.log10(from) + ((Math.log10(to) - Math.log10(from)) * i) / steps));
+  return CLOUDS.map((cloud) => {
+    const lines = c.money[cloud].lines;
+    const totals = ns.map((n) => monthlyTotal(lines, n));
+    return { label: cloud.toUpperCase(), color: COLORS[cloud], points: ns.map((n, i): [number, number] => [n, totals[i]!.usd]), unknown: uniq(totals.flatMap((t) => t.unknown)) };
+  });
 }
 
 export function renderText(c: Comparison): string {
-  return [
-    "Components (services and Terraform resource types, from the synthesized stacks)",
-    textTable(c.headers, c.components, 44),
+  const out = [
+    "Money (USD a month; quantities from the synthesized stacks × stacks/prices.json; list prices, no free tiers)",
+    textTable(c.headers, summaryRows(c), 44),
+  ];
+  for (const cloud of CLOUDS) out.push("", `${cloud.toUpperCase()} cost lines`, textTable(lineHeaders(c), lineRows(c, cloud), 36));
+  out.push(
     "",
-    "Limits that matter for webhooks (configured = read from the synthesized JSON; service = documented limits)",
+    "Limits end to end (read from the synthesized JSON where the stack decides them)",
     textTable(c.headers, c.limits, 44),
     "",
+    "Operations",
+    textTable(c.headers, c.operations, 44),
+    "",
+    "Services per component",
+    textTable(c.headers, c.components, 44),
+    "",
     ...c.notes.map((n) => `source: ${n}`),
-  ].join("\n");
+    "prices and their sources: stacks/prices.json (docs/comparison.md lists them)",
+  );
+  return out.join("\n");
 }
 
-export function renderMarkdown(c: Comparison): string {
+export function renderMarkdown(c: Comparison, chartFile = "comparison-cost.svg"): string {
+  const assumptions = Object.entries(c.prices.assumptions).filter(([k]) => k !== "//");
   return [
     "# AWS, Azure and GCP side by side",
     "",
     "Generated by `npm run compare` from the synthesized stacks (`stacks/compare.ts`); do not edit by hand.",
-    "Which services and resources appear, and every *configured* value, is read from the synthesized",
-    "Terraform JSON. *Service* rows are documented limits of the queue service found in each stack",
-    "(`stacks/serviceFacts.ts`).",
+    "Every quantity (counts, sizes, tiers, settings) is read from the synthesized Terraform JSON, so a",
+    "changed stack setting changes this page. Prices come from `stacks/prices.json`, each with its source",
+    "and the date it was read (table at the end); `npm run compare -- --traffic <n>` prices your own",
+    "volume, `--json` gives the same for machines.",
     "",
-    "## Components",
+    "## Money",
     "",
-    markdownTable(c.headers, c.components),
+    `![Monthly cost against traffic for the three stacks](${chartFile})`,
     "",
-    "## Limits that matter for webhooks",
+    "USD a month, list prices, no free tiers or discounts (they belong to the account). *N* webhooks a",
+    "month in each direction: N received (ingress → queue → processor) and N delivered by the relay.",
+    "A line whose price could not be found is shown as unknown, and a total that leaves it out says so",
+    "(≥). Prices are mostly quoted for US regions while the stacks default to European ones.",
+    "",
+    markdownTable(c.headers, summaryRows(c)),
+    "",
+    ...CLOUDS.flatMap((cloud) => [`### ${cloud.toUpperCase()}`, "", markdownTable(lineHeaders(c), lineRows(c, cloud)), ""]),
+    "Assumptions about the traffic (the stacks cannot say these; change them in `stacks/prices.json`):",
+    "",
+    ...assumptions.map(([k, a]) => `- \`${k}\` = ${a.value}: ${a.why}`),
+    "",
+    "Not counted anywhere: logs and metrics ingestion, database I/O and capacity beyond the always-on",
+    "minimum (Aurora scales up to its maximum ACU under load), claim-check storage, Key Vault and",
+    "Secret Manager access operations, cross-zone traffic.",
+    "",
+    "## Limits end to end",
     "",
     markdownTable(c.headers, c.limits),
     "",
-    "Sources:",
+    "## Operations",
+    "",
+    markdownTable(c.headers, c.operations),
+    "",
+    "## Services per component",
+    "",
+    markdownTable(c.headers, c.components),
+    "",
+    "<details><summary>Every Terraform resource type, per component (hosting, resource group and API enablement included)</summary>",
+    "",
+    markdownTable(c.headers, c.inventory),
+    "",
+    "</details>",
+    "",
+    "## Sources",
+    "",
+    "Prices (`stacks/prices.json`):",
+    "",
+    markdownTable(["price", "figure", "region", "source", "read"], priceRows(c.prices)),
+    "",
+    "Service facts (`stacks/serviceFacts.ts`):",
     "",
     ...c.notes.map((n) => `- ${n}`),
     "",
   ].join("\n");
 }
 
+/** The comparison as plain data. */
+export function toJson(c: Comparison): unknown {
+  return {
+    tiers: c.tiers,
+    money: Object.fromEntries(
+      CLOUDS.map((cloud) => {
+        const m = c.money[cloud];
+        const lines = m.lines.map((l) => ({
+          item: l.item,
+          kind: l.kind,
+          quantity: l.quantity,
+          formula: l.formula,
+          prices: l.priceIds,
+          idle: l.kind === "baseline" ? l.monthly(0) : null,
+          atTiers: c.tiers.map((n) => l.monthly(n)),
+        }));
+        return [cloud, { baseline: m.baseline, atTiers: m.tiers.map((t, i) => ({ traffic: c.tiers[i], ...t })), lines }];
+      }),
+    ),
+    limits: Object.fromEntries(c.limits.map(([label, ...cells]) => [label, Object.fromEntries(CLOUDS.map((cl, i) => [cl, cells[i]]))])),
+    operations: Object.fromEntries(c.operations.map(([label, ...cells]) => [label, Object.fromEntries(CLOUDS.map((cl, i) => [cl, cells[i]]))])),
+    prices: c.prices.prices,
+    assumptions: c.prices.assumptions,
+  };
+}
+
+export class CompareUsageError extends Error {
+  override name = "CompareUsageError";
+}
+
+/** `25M`, `2.5e6`, `500k`, `1000000` → a count of webhooks a month. */
+export function parseTraffic(text: string): number {
+  const m = /^(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMbB]?)$/.exec(text.trim());
+  const n = m ? Number(m[1]) * ({ "": 1, k: 1e3, m: 1e6, b: 1e9 } as Record<string, number>)[m[2]!.toLowerCase()]! : NaN;
+  if (!Number.isFinite(n) || n <= 0) throw new CompareUsageError(`--traffic wants webhooks a month in each direction, such as 25M, 500k or 2000000; got ${JSON.stringify(text)}`);
+  return n;
+}
+
+export interface CompareArgs {
+  tiers: number[];
+  json: boolean;
+  /** Where to write the Markdown (its chart goes next to it); undefined: print only. */
+  markdown?: string;
+}
+
+/**
+ * `--traffic <n>` (repeatable), `--json`, and where to write the Markdown: `--markdown <path>` or
+ * a bare path (what `webhooks compare --markdown` passes). The default run, without `--traffic`
+ * or `--json`, rewrites docs/comparison.md.
+ */
+export function parseArgs(argv: string[]): CompareArgs {
+  let tiers: number[] | undefined;
+  let json = false;
+  let markdown: string | undefined;
+  const value = (i: number, flag: string, example: string) => {
+    const v = argv[i];
+    if (v === undefined || v.startsWith("--")) throw new CompareUsageError(`${flag} needs a value, such as ${flag} ${example}`);
+    return v;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--json") json = true;
+    else if (a === "--traffic") tiers = [...(tiers ?? []), parseTraffic(value(++i, "--traffic", "25M"))];
+    else if (a.startsWith("--traffic=")) tiers = [...(tiers ?? []), parseTraffic(a.slice("--traffic=".length))];
+    else if (a === "--markdown") markdown = value(++i, "--markdown", "docs/comparison.md");
+    else if (!a.startsWith("--") && markdown === undefined) markdown = a;
+    else throw new CompareUsageError(`unknown argument ${a}: use --traffic <n>, --json, --markdown <path>`);
+  }
+  if (markdown === undefined && tiers === undefined && !json) markdown = "docs/comparison.md";
+  return { tiers: tiers ?? DEFAULT_TIERS, json, markdown };
+}
+
+/** The chart's file, next to the Markdown: docs/comparison.md → docs/comparison-cost.svg. */
+export function chartPathFor(markdown: string): string {
+  return markdown.replace(/(\.md)?$/, "-cost.svg");
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const comparison = buildComparison(synthForChecks());
-  console.log(renderText(comparison));
-  const target = process.argv[2] ?? "docs/comparison.md";
-  writeFileSync(target, renderMarkdown(comparison));
-  console.log(`\nwrote ${target}`);
+  let args: CompareArgs;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(2);
+  }
+  const comparison = buildComparison(synthForChecks(), { tiers: args.tiers });
+  if (args.json) console.log(JSON.stringify(toJson(comparison), null, 2));
+  else console.log(renderText(comparison));
+  if (args.markdown) {
+    const chart = chartPathFor(args.markdown);
+    writeFileSync(args.markdown, renderMarkdown(comparison, basename(chart)));
+    writeFileSync(chart, costChartSvg(chartSeries(comparison), CHART_TITLE));
+    (args.json ? console.error : console.log)(`\nwrote ${args.markdown} and ${chart}`);
+  }
 }

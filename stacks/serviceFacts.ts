@@ -73,6 +73,7 @@ export const SERVICE_OF: [prefix: string, service: string][] = [
   ["azurerm_api_management", "API Management"],
   ["azurerm_resource_group", "Resource group"],
   ["azurerm_", "Virtual Network"],
+  ["time_sleep", "Terraform wait (RBAC propagation)"],
   ["google_api_gateway", "API Gateway"],
   ["google_cloudfunctions2", "Cloud Run functions"],
   ["google_cloud_run", "Cloud Run IAM"],

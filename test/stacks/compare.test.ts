@@ -1,8 +1,16 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TerraformJson } from "../../stacks/app.js";
 import type { Cloud } from "../../stacks/artifacts.js";
-import { buildComparison, renderMarkdown, renderText } from "../../stacks/compare.js";
+import { costChartSvg } from "../../stacks/compareChart.js";
+import { buildComparison, CHART_TITLE, chartPathFor, chartSeries, CompareUsageError, lineRows, parseArgs, parseTraffic, renderMarkdown, renderText, toJson } from "../../stacks/compare.js";
+import { secretsInState } from "../../stacks/compareOperations.js";
 import { pushDeliveryAttempts } from "../../stacks/gcp/capacity.js";
+import { checkPriceList, loadPrices, PriceDataError, priceProblems, type PriceList } from "../../stacks/prices.js";
+import { costLines, monthlyTotal } from "../../stacks/pricesEstimate.js";
+import { synthForChecks } from "../../stacks/synthForChecks.js";
 import { synthAll, synthStack, TEST_OVERRIDES, testConfig } from "./synthFixture.js";
 
 let stacks: Record<Cloud, TerraformJson>;
@@ -10,32 +18,167 @@ beforeAll(() => {
   stacks = synthAll();
 });
 
-const row = (rows: string[][], label: string) => rows.find((r) => r[0] === label)!;
+const prices = loadPrices();
+const price = (id: string) => prices.prices[id]!.usd!;
+const row = (rows: string[][], label: string) => {
+  const found = rows.find((r) => r[0] === label);
+  if (!found) throw new Error(`no row ${label} in ${rows.map((r) => r[0]).join(", ")}`);
+  return found;
+};
+const line = (cloud: Cloud, json: TerraformJson, item: string) => {
+  const found = costLines(cloud, json).find((l) => l.item === item);
+  if (!found) throw new Error(`no cost line ${item}`);
+  return found;
+};
+const baseline = (cloud: Cloud, json: TerraformJson) => monthlyTotal(costLines(cloud, json), 0).usd;
+const at = (cloud: Cloud, json: TerraformJson, n: number) => monthlyTotal(costLines(cloud, json), n).usd;
+const HOURS = prices.hoursPerMonth;
 
-describe("side-by-side comparison", () => {
-  it("lists each component's services and resource types as synthesized", () => {
-    const c = buildComparison(stacks);
-    const queue = row(c.components, "queue");
-    expect(queue[1]).toMatch(/^SQS\n/);
-    expect(queue[1]).toContain("aws_sqs_queue ×2");
-    expect(queue[2]).toContain("azurerm_servicebus_queue");
-    expect(queue[3]).toContain("google_pubsub_topic ×2");
-    expect(row(c.components, "relay")[1]).toContain("aws_scheduler_schedule");
-    expect(row(c.components, "relay")[3]).toContain("google_cloud_scheduler_job");
+/** A second resource of `type`, cloned from the first under another name (as a stack with two would synthesize). */
+function withSecond(json: TerraformJson, type: string): TerraformJson {
+  const copy = structuredClone(json);
+  const byName = copy.resource![type]!;
+  const [name, body] = Object.entries(byName)[0]!;
+  byName[`${name}_second`] = structuredClone(body);
+  return copy;
+}
+
+describe("money: quantities from the synthesized stacks × cited prices", () => {
+  it("a second NAT gateway (and its address) moves the NAT rows and the always-on baseline by exactly their price", () => {
+    const aws = withSecond(withSecond(stacks.aws, "aws_nat_gateway"), "aws_eip");
+    expect(line("aws", aws, "NAT gateway").quantity).toBe("2 aws_nat_gateway");
+    expect(line("aws", aws, "NAT gateway").formula).toBe(`2 × ${HOURS} h × $${price("aws.natGatewayHour")}/h`);
+    expect(baseline("aws", aws) - baseline("aws", stacks.aws)).toBeCloseTo(HOURS * (price("aws.natGatewayHour") + price("aws.publicIpv4Hour")), 6);
+
+    const azure = withSecond(stacks.azure, "azurerm_nat_gateway");
+    expect(line("azure", azure, "NAT gateway").quantity).toBe("2 azurerm_nat_gateway");
+    expect(baseline("azure", azure) - baseline("azure", stacks.azure)).toBeCloseTo(HOURS * price("azure.natGatewayHour"), 6);
+
+    const gcp = withSecond(stacks.gcp, "google_compute_router_nat");
+    expect(line("gcp", gcp, "Cloud NAT gateway").quantity).toBe("2 google_compute_router_nat serving 2 connector VMs");
+    expect(baseline("gcp", gcp) - baseline("gcp", stacks.gcp)).toBeCloseTo(2 * HOURS * price("gcp.natVmHour"), 6);
   });
 
-  it("shows the configured limits read from the JSON", () => {
+  it("a bigger database (auroraMinCapacity, cloudSqlTier, azurePostgresSku) changes its row and the estimate", () => {
+    const aws = synthStack("aws", { auroraMinCapacity: 2, auroraMaxCapacity: 8 });
+    expect(line("aws", aws, "Aurora Serverless v2 at its minimum").quantity).toBe("1 db.serverless instance × min_capacity 2 ACU");
+    expect(baseline("aws", aws) - baseline("aws", stacks.aws)).toBeCloseTo((2 - 0.5) * HOURS * price("aws.auroraServerlessV2AcuHour"), 6);
+    expect(row(buildComparison({ ...stacks, aws }).operations, "database")[1]).toBe("Aurora PostgreSQL 16.6, Serverless v2 2-8 ACU");
+
+    const gcp = synthStack("gcp", { cloudSqlTier: "db-custom-2-7680" });
+    expect(line("gcp", gcp, "Cloud SQL instance").quantity).toBe("db-custom-2-7680 (2 vCPU, 7.5 GB), ZONAL");
+    const oneMore = HOURS * (price("gcp.cloudSqlVcpuHour") + 3.75 * price("gcp.cloudSqlMemoryGbHour"));
+    expect(baseline("gcp", gcp) - baseline("gcp", stacks.gcp)).toBeCloseTo(oneMore, 6);
+
+    // Flexible Server's price was not found: the row follows the SKU and stays unknown, the total says so.
+    const azure = synthStack("azure", { azurePostgresSku: "GP_Standard_D2ds_v5", azurePostgresStorageMb: 65536 });
+    expect(line("azure", azure, "PostgreSQL Flexible Server").quantity).toBe("GP_Standard_D2ds_v5");
+    expect(line("azure", azure, "PostgreSQL storage (provisioned)").formula).toBe("64 GB × unknown/GB-month");
+    expect(monthlyTotal(costLines("azure", azure), 0).unknown).toContain("PostgreSQL Flexible Server");
+  });
+
+  it("processor concurrency and batch size move the concurrency row, and the batch size the AWS request cost", () => {
+    const more = synthAll({ processorConcurrency: 8, processorBatchSize: 10, gcpProcessorRequestConcurrency: 5 });
+    expect(row(buildComparison(stacks).limits, "processor concurrency").slice(1)).toEqual([
+      `maximum_concurrency ${TEST_OVERRIDES.processorConcurrency} invocations × batch_size ${TEST_OVERRIDES.processorBatchSize} = ≤ 12 messages at once`,
+      "app_scale_limit 3 instances × maxConcurrentCalls 4 = ≤ 12 messages at once",
+      "max_instance_count 3 × max_instance_request_concurrency 10 = ≤ 30 pushes at once (pool 10 connections each)",
+    ]);
+    expect(row(buildComparison(more).limits, "processor concurrency").slice(1)).toEqual([
+      "maximum_concurrency 8 invocations × batch_size 10 = ≤ 80 messages at once",
+      "app_scale_limit 8 instances × maxConcurrentCalls 10 = ≤ 80 messages at once",
+      "max_instance_count 8 × max_instance_request_concurrency 5 = ≤ 40 pushes at once (pool 5 connections each)",
+    ]);
+    // Larger batches: fewer receives, deletes and invocations per message.
+    const n = 1e7;
+    expect(line("aws", more.aws, "SQS requests").formula).toContain("2/10 receive+delete");
+    expect(at("aws", more.aws, n)).toBeLessThan(at("aws", stacks.aws, n));
+    expect(line("aws", stacks.aws, "SQS requests").monthly(n)! - line("aws", more.aws, "SQS requests").monthly(n)!).toBeCloseTo(n * (2 / 4 - 2 / 10) * price("aws.sqsRequestsMillion") * 1e-6, 6);
+  });
+
+  it("function memory moves the traffic costs of AWS and GCP, not their baseline of fixed resources", () => {
+    const big = synthAll({ functionMemoryMb: 1024 });
+    expect(line("aws", big.aws, "Ingest Lambda").quantity).toBe("1024 MB arm64");
+    expect(at("aws", big.aws, 1e8)).toBeGreaterThan(at("aws", stacks.aws, 1e8));
+    expect(line("gcp", big.gcp, "Cloud Run: relay deliveries").formula).toContain("0.583 vCPU");
+    expect(at("gcp", big.gcp, 1e8)).toBeGreaterThan(at("gcp", stacks.gcp, 1e8));
+  });
+
+  it("shows a row whose price is unknown as unknown with the provider's page, and totals it leaves out as lower bounds", () => {
+    const c = buildComparison(stacks);
+    const scheduler = row(lineRows(c, "aws"), "EventBridge Scheduler");
+    expect(scheduler[2]).toContain("unknown, see https://aws.amazon.com/eventbridge/pricing/");
+    expect(scheduler.slice(3)).toEqual(["unknown", "unknown", "unknown", "unknown"]);
+    expect(row(lineRows(c, "aws"), "NAT gateway")[3]).toBe("$32.85");
+    const md = renderMarkdown(c);
+    expect(md).toMatch(/\| always-on baseline \(no traffic\) \| ≥ \$\d+\.\d\d \(unknown: EventBridge Scheduler\) \|/);
+    expect(md).toContain("unknown, see https://azure.microsoft.com/pricing/details/postgresql/flexible-server/");
+  });
+
+  it("grows with traffic: every cloud costs more at 100 M than at 1 M, and the idle total is the baseline lines alone", () => {
+    for (const cloud of ["aws", "azure", "gcp"] as const) {
+      const lines = costLines(cloud, stacks[cloud]);
+      expect(monthlyTotal(lines, 1e8).usd).toBeGreaterThan(monthlyTotal(lines, 1e6).usd);
+      const idle = lines.filter((l) => l.kind === "baseline").reduce((s, l) => s + (l.monthly(0) ?? 0), 0);
+      expect(monthlyTotal(lines, 0).usd).toBeCloseTo(idle, 9);
+    }
+  });
+});
+
+describe("prices: every figure cited", () => {
+  it("the shipped list names, for every price, the provider's page, the date it was read, and a figure or why there is none", () => {
+    expect(priceProblems(prices)).toEqual([]);
+    for (const [id, p] of Object.entries(prices.prices)) {
+      expect(p.source.url, id).toMatch(/^https:\/\//);
+      expect(p.read, id).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(p.usd !== null || (p.unknown ?? "").length > 0, id).toBe(true);
+    }
+  });
+
+  it("refuses a price without its source, without its date, or without a figure and a reason", () => {
+    const broken = (edit: (p: PriceList) => void) => {
+      const copy = structuredClone(prices);
+      edit(copy);
+      return () => checkPriceList(copy);
+    };
+    expect(broken((p) => delete (p.prices["aws.natGatewayHour"] as Partial<PriceList["prices"][string]>).source)).toThrow(/aws\.natGatewayHour: no source name/);
+    expect(broken((p) => (p.prices["gcp.natGb"]!.read = ""))).toThrow(/gcp\.natGb: no date it was read/);
+    expect(broken((p) => (p.prices["azure.natGatewayHour"]!.source.url = "azure.microsoft.com"))).toThrow(/azure\.natGatewayHour: no source URL/);
+    expect(broken((p) => (p.prices["aws.secretMonth"]!.usd = null))).toThrow(PriceDataError);
+    expect(broken((p) => (p.prices["aws.secretMonth"]!.usd = null))).toThrow(/aws\.secretMonth: no figure and no reason/);
+  });
+
+  it("every price a cost line uses is in the list, and the Markdown cites each with its source and date", () => {
+    const used = new Set((["aws", "azure", "gcp"] as const).flatMap((c) => costLines(c, stacks[c]).flatMap((l) => l.priceIds)));
+    for (const id of used) expect(prices.prices[id], id).toBeDefined();
+    const md = renderMarkdown(buildComparison(stacks));
+    for (const [id, p] of Object.entries(prices.prices)) {
+      expect(md).toContain(`| ${id} |`);
+      expect(md).toContain(p.source.url);
+    }
+  });
+});
+
+describe("limits end to end, read from the JSON", () => {
+  it("shows the configured limits", () => {
     const c = buildComparison(stacks);
     const n = TEST_OVERRIDES.maxDeliveryAttempts;
-    expect(row(c.limits, "configured: delivery attempts before DLQ").slice(1)).toEqual([
+    expect(row(c.limits, "inbound delivery attempts before dead letter").slice(1)).toEqual([
       `maxReceiveCount = ${n}`,
       `max_delivery_count = ${n}`,
       // GCP's count also covers pushes refused while every processor is busy (stacks/gcp/capacity.ts).
       `max_delivery_attempts = ${pushDeliveryAttempts(testConfig())}`,
     ]);
-    expect(row(c.limits, "configured: retention")[1]).toBe(`${TEST_OVERRIDES.queueRetentionDays} d (DLQ ${TEST_OVERRIDES.deadLetterRetentionDays} d)`);
-    expect(row(c.limits, "configured: processor concurrency")[3]).toBe(`max_instance_count = ${TEST_OVERRIDES.processorConcurrency}`);
-    expect(row(c.limits, "service: max message size")[3]).toBe("10 MB");
+    expect(row(c.limits, "retention: queue and dead letters")[1]).toBe(`${TEST_OVERRIDES.queueRetentionDays} d (DLQ ${TEST_OVERRIDES.deadLetterRetentionDays} d)`);
+    const expiry = TEST_OVERRIDES.queueRetentionDays + TEST_OVERRIDES.deadLetterRetentionDays;
+    expect(row(c.limits, "largest inbound body").slice(1)).toEqual([
+      `ingest MAX_INBOUND_BODY_BYTES 4 MiB; SQS max_message_size 256 KiB; larger bodies by claim-check in S3, deleted after ${expiry} d`,
+      `ingest MAX_INBOUND_BODY_BYTES 64 MiB; Service Bus Standard tier: 256 KB; larger bodies by claim-check in Blob Storage, deleted after ${expiry} d`,
+      `ingest MAX_INBOUND_BODY_BYTES 30 MiB; Pub/Sub 10 MB; larger bodies by claim-check in Cloud Storage, deleted after ${expiry} d`,
+    ]);
+    expect(row(c.limits, "ingress timeout")[1]).toBe("API Gateway integration 10 s; ingest Lambda timeout 10 s");
+    expect(row(c.limits, "ingress timeout")[3]).toBe("API Gateway backend deadline 10 s; ingest timeout_seconds 10 s");
+    expect(row(c.limits, "largest delay")[3]).toContain("60s-600s (retry_policy)");
   });
 
   it("follows the JSON when it changes: a resource removed, a setting edited, direct ingress", () => {
@@ -44,11 +187,13 @@ describe("side-by-side comparison", () => {
     const queue = Object.values(aws.resource!.aws_sqs_queue!).find((q) => String(q.redrive_policy ?? "").length > 0)!;
     queue.redrive_policy = JSON.stringify({ deadLetterTargetArn: "x", maxReceiveCount: 42 });
     const edited = buildComparison({ ...stacks, aws });
-    expect(row(edited.components, "relay")[1]).not.toContain("aws_scheduler_schedule");
-    expect(row(edited.limits, "configured: delivery attempts before DLQ")[1]).toBe("maxReceiveCount = 42");
+    expect(row(edited.components, "relay")[1]).not.toContain("EventBridge Scheduler");
+    expect(row(edited.limits, "inbound delivery attempts before dead letter")[1]).toBe("maxReceiveCount = 42");
 
     const direct = buildComparison({ ...stacks, aws: synthStack("aws", { awsDirectQueueIngress: true }) });
     expect(row(direct.limits, "signature checked in")[1]).toMatch(/^processor Lambda \(direct API Gateway → SQS/);
+    expect(row(direct.limits, "largest inbound body")[1]).toBe("SQS max_message_size 256 KiB (direct API Gateway → SQS: no ingest, no claim-check)");
+    expect(direct.money.aws.lines.map((l) => l.item)).not.toContain("Ingest Lambda");
     expect(row(buildComparison(stacks).limits, "signature checked in")[1]).toMatch(/^ingest Lambda/);
   });
 
@@ -58,12 +203,100 @@ describe("side-by-side comparison", () => {
     expect(outbound[2]).toContain("azurerm_nat_gateway");
     expect(outbound[3]).toContain("ALL_TRAFFIC → Cloud NAT");
   });
+});
 
-  it("renders the same rows as text and Markdown", () => {
+describe("operations", () => {
+  it("finds the secret values Terraform keeps in state: database URLs with passwords, GCP's generated alert secret, Azure's storage key", () => {
+    expect(secretsInState(stacks.aws)).toEqual([]);
+    const azure = secretsInState(stacks.azure).join("; ");
+    expect(azure).toContain("var.db_app_password: database/url value");
+    expect(azure).toContain("storage account key: ingress/app storage_account_access_key");
+    expect(secretsInState(stacks.gcp).join("; ")).not.toContain("uuid()");
+    const alerting = synthStack("gcp", { alertWebhookUrl: "https://alerts.example/hooks" });
+    expect(secretsInState(alerting).join("; ")).toContain("generated by uuid(): secrets/alert-webhook-secret-initial secret_data");
+    expect(secretsInState(alerting).join("; ")).toContain("var.db_admin_password: database/admin-url secret_data");
+  });
+
+  it("reads high availability, backups, egress, hand-filled secrets, regions and cold starts from the stacks", () => {
     const c = buildComparison(stacks);
-    const md = renderMarkdown(c);
-    expect(md).toContain(`| configured: delivery attempts before DLQ | maxReceiveCount = 7 | max_delivery_count = 7 | max_delivery_attempts = ${pushDeliveryAttempts(testConfig())} |`);
+    expect(row(c.operations, "database high availability")[1]).toContain("1 instance (writer only)");
+    expect(row(c.operations, "database high availability")[3]).toContain("ZONAL: no standby");
+    expect(row(c.operations, "backups and point-in-time restore")[1]).toContain(`backup_retention_period ${TEST_OVERRIDES.backupRetentionDays} d`);
+    expect(row(c.operations, "backups and point-in-time restore")[3]).toContain("point_in_time_recovery_enabled true");
+    expect(row(c.operations, "egress IP for receivers' allow-lists").slice(1)).toEqual([
+      "static, output egress_ip (aws_eip)",
+      "static, output egress_ip (azurerm_public_ip)",
+      "static, output egress_ip (google_compute_address)",
+    ]);
+    expect(row(c.operations, "filled in by hand")[1]).toBe("after: hooktest/partner-signing-secrets (created without a value)");
+    expect(row(c.operations, "filled in by hand")[2]).toContain("before deploy: TF_VAR_db_admin_password, TF_VAR_db_app_password");
+    expect(row(c.operations, "regional availability")[3]).toMatch(/^europe-west1: API Gateway is offered there/);
+    const north = buildComparison({ ...stacks, gcp: synthStack("gcp", { gcpRegion: "europe-north1" }) });
+    expect(row(north.operations, "regional availability")[3]).toMatch(/^europe-north1: API Gateway is NOT offered there/);
+    expect(row(c.operations, "cold start")[2]).toContain("at least one instance always ready");
+    expect(row(c.operations, "cold start")[3]).toContain("min_instance_count 0 (scale to zero)");
+  });
+
+  it("leaves the noise rows (hosting, resource group, API enablement) to the folded inventory", () => {
+    const c = buildComparison(stacks);
+    const main = c.components.map((r) => r[0]);
+    for (const noise of ["hosting", "group", "apis"]) expect(main).not.toContain(noise);
+    expect(row(c.inventory, "apis")[3]).toContain("google_project_service ×");
+    expect(row(c.inventory, "queue")[1]).toContain("aws_sqs_queue ×2");
+    expect(renderMarkdown(c)).toMatch(/<details><summary>Every Terraform resource type[^]*\| apis \|[^]*<\/details>/);
+  });
+});
+
+describe("rendering, the chart and the command", () => {
+  it("renders the same figures as text, Markdown (with the chart) and JSON", () => {
+    const c = buildComparison(stacks);
+    const md = renderMarkdown(c, "chart.svg");
+    expect(md).toContain("![Monthly cost against traffic for the three stacks](chart.svg)");
     expect(md).toContain("Generated by `npm run compare`");
     expect(renderText(c)).toContain("maxReceiveCount = 7");
+    const json = toJson(c) as { money: Record<Cloud, { baseline: { usd: number } }> };
+    expect(json.money.aws.baseline.usd).toBeCloseTo(c.money.aws.baseline.usd, 9);
+  });
+
+  it("draws one line per cloud, dashed where unknown prices are left out", () => {
+    const c = buildComparison(stacks);
+    const series = chartSeries(c);
+    expect(series.map((s) => s.label)).toEqual(["AWS", "AZURE", "GCP"]);
+    expect(series[0]!.points[0]![0]).toBeCloseTo(1e6);
+    expect(series[0]!.points.at(-1)![0]).toBeCloseTo(1e8);
+    const svg = costChartSvg(series, "t");
+    expect(svg.match(/<path /g)).toHaveLength(3);
+    expect(svg).toContain('stroke-dasharray="6 4"');
+    expect(svg).toContain("AZURE — at least: leaves out");
+    const known = costChartSvg([{ label: "X", color: "red", points: [[1e6, 1], [1e8, 2]], unknown: [] }], "t");
+    expect(known).not.toContain("stroke-dasharray");
+  });
+
+  it("parses --traffic, --json and where to write", () => {
+    expect(parseTraffic("25M")).toBe(25e6);
+    expect(parseTraffic("500k")).toBe(5e5);
+    expect(parseTraffic("2.5e6")).toBe(2.5e6);
+    expect(() => parseTraffic("lots")).toThrow(CompareUsageError);
+    expect(parseArgs([])).toEqual({ tiers: [1e6, 1e7, 1e8], json: false, markdown: "docs/comparison.md" });
+    expect(parseArgs(["--traffic", "3M"])).toEqual({ tiers: [3e6], json: false, markdown: undefined });
+    expect(parseArgs(["--json", "--traffic=1M", "--traffic", "2M"])).toEqual({ tiers: [1e6, 2e6], json: true, markdown: undefined });
+    expect(parseArgs(["/tmp/x.md"]).markdown).toBe("/tmp/x.md");
+    expect(() => parseArgs(["--traffic"])).toThrow(/--traffic needs a value/);
+    expect(() => parseArgs(["--bogus"])).toThrow(/unknown argument --bogus/);
+    expect(chartPathFor("docs/comparison.md")).toBe("docs/comparison-cost.svg");
+  });
+
+  it("`npm run compare -- --traffic 25M --json` prices that volume for machines", async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ["node_modules/tsx/dist/cli.mjs", "stacks/compare.ts", "--traffic", "25M", "--json"], { timeout: 120_000 });
+    const out = JSON.parse(stdout) as { tiers: number[]; money: Record<Cloud, { atTiers: { traffic: number; usd: number }[] }> };
+    expect(out.tiers).toEqual([25e6]);
+    for (const cloud of ["aws", "azure", "gcp"] as const) expect(out.money[cloud].atTiers[0]!.traffic).toBe(25e6);
+  }, 130_000);
+
+  it("docs/comparison.md and its chart are what `npm run compare` writes from the stacks as configured", () => {
+    const c = buildComparison(synthForChecks());
+    const stale = "docs/comparison.md is out of date: run `npm run compare` and commit docs/comparison.md and docs/comparison-cost.svg";
+    expect(readFileSync("docs/comparison.md", "utf8"), stale).toBe(renderMarkdown(c));
+    expect(readFileSync("docs/comparison-cost.svg", "utf8"), stale).toBe(costChartSvg(chartSeries(c), CHART_TITLE));
   });
 });
