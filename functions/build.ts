@@ -129,18 +129,20 @@ const trims: Plugin = {
 
 /**
  * Azure trims:
- * - the functions authenticate with our `ManagedIdentityCredential`
- *   (shared/cloud/azureManagedIdentity.ts) and always hand it to the Service Bus adapter, so the
- *   adapter's `DefaultAzureCredential` fallback (a dynamic import of `@azure/identity` + MSAL,
- *   ~330 KiB) is never reached there: in Azure bundles that import resolves to a module saying so;
+ * - the functions always hand the Service Bus adapter a credential (`ManagedIdentityCredential`,
+ *   functions/azure/connections.ts, which imports it by name so the rest of `@azure/identity` is
+ *   tree-shaken), so the adapter's `DefaultAzureCredential` fallback (a namespace import of
+ *   `@azure/identity`: every credential, ~330 KiB with MSAL) is never reached there: in Azure
+ *   bundles that one import resolves to a module saying so;
  * - `@azure/service-bus` is narrowed to the `ServiceBusClient` the adapter uses.
  */
 const azureTrims: Plugin = {
   name: "azure-trims",
   setup(b) {
-    b.onResolve({ filter: /^@azure\/identity$/ }, () => ({ path: "azure-identity-stub", namespace: "trims" }));
+    b.onResolve({ filter: /^@azure\/identity$/ }, (args) =>
+      /shared[\\/]queue[\\/]serviceBus\.ts$/.test(args.importer) ? { path: "azure-identity-stub", namespace: "trims" } : undefined);
     b.onLoad({ filter: /^azure-identity-stub$/, namespace: "trims" }, () => ({
-      contents: `export class DefaultAzureCredential { constructor() { throw new Error("@azure/identity is not bundled in the Azure functions: pass a credential (functions/azure/connections.ts does)."); } }`,
+      contents: `export class DefaultAzureCredential { constructor() { throw new Error("DefaultAzureCredential is not bundled in the Azure functions: pass a credential (functions/azure/connections.ts does)."); } }`,
       loader: "js",
     }));
     // The adapter imports the SDK as a namespace (`await import(...)`), which keeps every export,

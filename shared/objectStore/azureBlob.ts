@@ -1,55 +1,39 @@
 /**
- * Claim-check objects in Azure Blob Storage (`azblob://container/key`), over the Blob REST API
- * (through `node:http`, see shared/cloud/httpRequest.ts): Put Blob (one block blob, `Content-MD5` checked by the service) and Get Blob (the
- * returned `Content-MD5` checked here). Two calls do not need `@azure/storage-blob` (~450 KiB
- * minified with its XML parser and pipeline), so the function bundles carry none of it.
+ * Claim-check objects in Azure Blob Storage (`azblob://container/key`), through the official
+ * `@azure/storage-blob` client: one block blob per payload (Put Blob), read back whole (Get Blob).
+ * The functions load this module only for a payload over the queue's limit or a claim-check
+ * reference (functions/azure/connections.ts), so the SDK is a chunk loaded on that first use.
  *
- * Authentication: Shared Key when a connection string with an account key is given (Azurite in
- * tests, or an account key in a Key Vault reference; a SharedAccessSignature beside the key is
- * ignored), a SAS when the connection string carries one and no key, else a bearer token from
- * `credential` for `https://storage.azure.com` (the Function App's managed identity, which needs
- * "Storage Blob Data Contributor" on the container).
+ * Authentication, as the SDK does it: a connection string (an account key, signed with Shared Key;
+ * or a SAS; with both, the key is used), or the account's Blob endpoint with a `TokenCredential`
+ * (the Function App's managed identity, which needs "Storage Blob Data Contributor" on the container).
  *
- * A request that gets no answer, or 408, 429, 500, 502, 503 or 504, is sent again up to twice
- * (after `retryDelayMs`, then twice that), as the Azure SDK did: Put Blob with the same bytes and
- * Content-MD5 overwrites with the same blob, and Get Blob reads, so repeating either is safe.
+ * Integrity end to end: the writer stores the MD5 of the bytes it has as the blob's Content-MD5,
+ * and the reader refuses bytes that do not match it (a Put and a Get are separate processes).
+ * Retries are the SDK's: a request with no answer within `timeoutMs`, a network error, or 408, 429
+ * (throttling), 500, 502, 503 or 504 is tried again, up to 3 tries in all, `retryDelayMs` apart and
+ * growing; Put Blob with the same bytes overwrites with the same blob, so repeating it is safe.
  */
 import { createHash } from "node:crypto";
 import type { TokenCredential } from "@azure/core-auth";
-import { httpRequest, HttpRequestError, type HttpResponse } from "../cloud/httpRequest.js";
-import { parseStorageConnectionString, sharedKeyAuthorization, type StorageAccount } from "./azureSharedKey.js";
+import { ContainerClient, RestError, type StoragePipelineOptions } from "@azure/storage-blob";
 import { ClaimCheckError, parseReference, type ObjectStore } from "./port.js";
-
-/** The Blob service REST version we speak (bearer tokens need 2017-11-09 or later). */
-export const BLOB_API_VERSION = "2023-11-03";
-const STORAGE_SCOPE = "https://storage.azure.com/.default";
 
 export interface AzureBlobStoreOptions {
   container: string;
-  /** A storage connection string (Shared Key or SAS; Azurite in tests), or … */
+  /** A storage connection string (account key or SAS; Azurite in tests), or … */
   connectionString?: string;
   /** … the account's Blob endpoint (`https://<account>.blob.core.windows.net`) with a `credential`. */
   accountUrl?: string;
   /** Gives bearer tokens for Blob Storage; required with `accountUrl`. */
   credential?: TokenCredential;
-  /** Deadline of one request (each try). Default: 30 000 ms. */
+  /** Deadline of one try. Default: 30 000 ms. */
   timeoutMs?: number;
-  /** Pause before retry n (1, 2) is n × this. Default: 200 ms. */
+  /** The SDK's first retry delay (it grows with each retry, at most 10×). Default: 200 ms. */
   retryDelayMs?: number;
 }
 
-/** Statuses worth another try: the service was busy, timed out, or failed on its side. */
-const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
 const TRIES = 3;
-
-interface BlobCall {
-  method: "PUT" | "GET";
-  container: string;
-  key: string;
-  body?: Buffer;
-  /** Headers of this operation (blob type, Content-MD5, content type). */
-  extra?: Record<string, string>;
-}
 
 /**
  * @throws ClaimCheckError when the options cannot reach a container (the message says what to set).
@@ -59,75 +43,63 @@ interface BlobCall {
  */
 export async function createAzureBlobStore(options: AzureBlobStoreOptions): Promise<ObjectStore> {
   if (options.connectionString && options.accountUrl) throw new ClaimCheckError("Azure Blob claim-check: set a connection string or an account URL, not both.");
-  let account: StorageAccount;
-  if (options.connectionString) account = parseStorageConnectionString(options.connectionString);
-  else if (options.accountUrl) {
+  if (!options.container) throw new ClaimCheckError("Azure Blob claim-check needs a container name.");
+  const retryDelayInMs = options.retryDelayMs ?? 200;
+  const pipeline: StoragePipelineOptions = {
+    retryOptions: { maxTries: TRIES, tryTimeoutInMs: options.timeoutMs ?? 30_000, retryDelayInMs, maxRetryDelayInMs: retryDelayInMs * 10 },
+  };
+  const containers = new Map<string, ContainerClient>();
+  let open: (name: string) => ContainerClient;
+  if (options.connectionString) {
+    const connectionString = options.connectionString;
+    try {
+      new ContainerClient(connectionString, options.container, pipeline);
+    } catch (error) {
+      // The SDK's own reason (a missing AccountKey, say); never the connection string, which holds the key.
+      throw new ClaimCheckError(`Azure Blob claim-check: the connection string cannot be used (${firstLine(error)}); it needs AccountName and AccountKey (or BlobEndpoint or SharedAccessSignature).`, { cause: error });
+    }
+    open = (name) => new ContainerClient(connectionString, name, pipeline);
+  } else if (options.accountUrl) {
     if (!/^https?:\/\/[^/]+/i.test(options.accountUrl)) throw new ClaimCheckError(`Azure Blob claim-check: the account URL ${JSON.stringify(options.accountUrl)} is not an http(s) URL.`);
     if (!options.credential) throw new ClaimCheckError("Azure Blob claim-check: an account URL needs a credential (the functions pass their managed identity).");
-    account = { blobEndpoint: options.accountUrl.replace(/\/+$/, "") };
+    const root = options.accountUrl.replace(/\/+$/, "");
+    const credential = options.credential;
+    open = (name) => new ContainerClient(`${root}/${encodeURIComponent(name)}`, credential, pipeline);
   } else throw new ClaimCheckError("Azure Blob claim-check needs a connection string or an account URL.");
-  if (!options.container) throw new ClaimCheckError("Azure Blob claim-check needs a container name.");
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const pause = options.retryDelayMs ?? 200;
-
-  /** One try: a fresh date, signature or token each time. */
-  async function send(what: string, { method, container, key, body, extra }: BlobCall): Promise<HttpResponse> {
-    const url = new URL(`${account.blobEndpoint}/${container}/${blobPath(key)}${account.sas ? `?${account.sas}` : ""}`);
-    const headers: Record<string, string> = { "x-ms-date": new Date().toUTCString(), "x-ms-version": BLOB_API_VERSION, ...extra };
-    if (body) headers["content-length"] = String(body.length);
-    if (account.accountKey && account.accountName) {
-      headers.authorization = sharedKeyAuthorization(account.accountName, account.accountKey, method, url, headers);
-    } else if (!account.sas) {
-      headers.authorization = `Bearer ${await bearerToken(what)}`;
-    }
-    return httpRequest(url.href, { method, headers, body, timeoutMs });
-  }
-
-  async function bearerToken(what: string): Promise<string> {
-    let token;
-    try {
-      token = await options.credential!.getToken(STORAGE_SCOPE);
-    } catch (error) {
-      throw new ClaimCheckError(`${what} at ${account.blobEndpoint}: no token for Blob Storage (${(error as Error).message}).`, { cause: error });
-    }
-    if (!token) throw new ClaimCheckError(`${what}: the credential gave no token for Blob Storage.`);
-    return token.token;
-  }
-
-  /** `send`, tried again on no answer or a retryable status; the last answer or failure stands. */
-  async function sendWithRetries(what: string, call: BlobCall): Promise<HttpResponse> {
-    for (let attempt = 1; ; attempt++) {
-      let response: HttpResponse | undefined;
-      try {
-        response = await send(what, call);
-      } catch (error) {
-        if (!(error instanceof HttpRequestError) || attempt === TRIES) throw unreachable(what, account, error, attempt);
-      }
-      if (response && (!RETRYABLE_STATUS.has(response.status) || attempt === TRIES)) return response;
-      await new Promise((resolve) => setTimeout(resolve, attempt * pause));
-    }
-  }
+  const container = (name: string) => {
+    let client = containers.get(name);
+    if (!client) containers.set(name, (client = open(name)));
+    return client;
+  };
 
   return {
     name: "azure-blob",
     async put(key, bytes, contentType) {
-      const md5 = createHash("md5").update(bytes).digest("base64");
       const what = `Put Blob ${options.container}/${key}`;
-      const response = await sendWithRetries(what, {
-        method: "PUT", container: options.container, key, body: bytes,
-        extra: { "x-ms-blob-type": "BlockBlob", "content-md5": md5, ...(contentType ? { "content-type": contentType } : {}) },
-      });
-      if (response.status !== 201) throw refused(what, response);
+      const blob = container(options.container).getBlockBlobClient(blobName(key));
+      try {
+        await blob.upload(bytes, bytes.length, {
+          blobHTTPHeaders: { blobContentMD5: createHash("md5").update(bytes).digest(), ...(contentType ? { blobContentType: contentType } : {}) },
+        });
+      } catch (error) {
+        throw refused(what, blob.url, error);
+      }
       return `azblob://${options.container}/${key}`;
     },
     async get(reference) {
-      const { container, key } = parseReference(reference, "azblob");
-      const what = `Get Blob ${container}/${key} (claim-check ${reference})`;
-      const response = await sendWithRetries(what, { method: "GET", container, key });
-      if (response.status !== 200) throw refused(what, response);
-      const bytes = response.body;
-      const expected = response.headers["content-md5"];
-      if (expected && createHash("md5").update(bytes).digest("base64") !== expected) {
+      const { container: name, key } = parseReference(reference, "azblob");
+      const what = `Get Blob ${name}/${key} (claim-check ${reference})`;
+      const blob = container(name).getBlobClient(blobName(key));
+      let bytes: Buffer;
+      let expected: Uint8Array | undefined;
+      try {
+        const response = await blob.download(0, undefined, { maxRetryRequests: TRIES - 1 });
+        expected = response.contentMD5;
+        bytes = await readAll(response.readableStreamBody);
+      } catch (error) {
+        throw refused(what, blob.url, error);
+      }
+      if (expected && !createHash("md5").update(bytes).digest().equals(Buffer.from(expected))) {
         throw new ClaimCheckError(`${what}: the bytes read do not match the blob's Content-MD5; not used.`);
       }
       return bytes;
@@ -136,30 +108,33 @@ export async function createAzureBlobStore(options: AzureBlobStoreOptions): Prom
 }
 
 /**
- * The key as a URL path: each segment percent-encoded, so the blob's name is the key exactly (a
- * `%` included, as the SDK stored it). A segment of dots only would be resolved away by URL
- * parsing (`a/../b` is `b`), so its dots are stored as the literal text `%2E`.
+ * The blob's name for a key: the key itself (the SDK percent-encodes each segment, a `%` included),
+ * except that a segment of dots only would be resolved away in the URL path (`a/../b` is `b`), so
+ * its dots are stored as the text `%2E`, as the REST client before the SDK stored them.
  */
-function blobPath(key: string): string {
-  return key.split("/").map((segment) => encodeURIComponent(/^\.+$/.test(segment) ? segment.replaceAll(".", "%2E") : segment)).join("/");
+function blobName(key: string): string {
+  return key.split("/").map((segment) => (/^\.+$/.test(segment) ? segment.replaceAll(".", "%2E") : segment)).join("/");
 }
 
-/** No answer from Blob Storage (after `tries` tries), or a request that could not be made. */
-function unreachable(what: string, account: StorageAccount, error: unknown, tries: number): ClaimCheckError {
-  if (error instanceof ClaimCheckError) return error;
-  const why = error instanceof HttpRequestError ? `no answer${tries > 1 ? ` in ${tries} tries` : ""}` : "the request could not be made";
-  return new ClaimCheckError(`${what} at ${account.blobEndpoint}: ${why} (${(error as Error).message}).`, { cause: error });
+async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
+  if (!stream) throw new Error("the answer has no body");
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks);
 }
 
-/** The service's error code and message (`x-ms-error-code`, `<Message>` of the XML body). */
-function refused(what: string, response: HttpResponse): ClaimCheckError {
-  const text = response.body.toString("utf8");
-  const header = response.headers["x-ms-error-code"];
-  const code = (typeof header === "string" ? header : undefined) ?? /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? "";
-  const message = (/<Message>([^<\n]*)/.exec(text)?.[1] ?? "").trim().slice(0, 200);
+const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.trim().slice(0, 200);
+
+/** What Blob Storage answered (status, error code, its message's first line), or that nothing answered, with what to check. */
+function refused(what: string, url: string, error: unknown): ClaimCheckError {
+  if (!(error instanceof RestError) || error.statusCode === undefined) {
+    const origin = new URL(url).origin;
+    return new ClaimCheckError(`${what} at ${origin}: no answer in ${TRIES} tries or the request could not be made (${firstLine(error)}).`, { cause: error });
+  }
+  const code = error.code ?? "";
   const hint = code === "ContainerNotFound" ? " Create the container (the stack does) or fix WEBHOOKS_CLAIM_CHECK_CONTAINER."
     : code === "BlobNotFound" ? " The object is gone (deleted by the lifecycle rule?)."
-    : response.status === 403 ? " Check the account key, or the identity's \"Storage Blob Data Contributor\" role on the container."
+    : error.statusCode === 403 ? " Check the account key, or the identity's \"Storage Blob Data Contributor\" role on the container."
     : "";
-  return new ClaimCheckError(`${what}: Blob Storage answered ${response.status}${code ? ` ${code}` : ""}${message ? ` (${message})` : ""}.${hint}`);
+  return new ClaimCheckError(`${what}: Blob Storage answered ${error.statusCode}${code ? ` ${code}` : ""} (${firstLine(error)}).${hint}`, { cause: error });
 }

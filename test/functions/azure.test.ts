@@ -1,8 +1,8 @@
 /**
  * The Azure functions (v4 programming model), invoked locally with `@azure/functions`' real
  * `HttpRequest` and `InvocationContext` objects against real PostgreSQL, the Service Bus AMQP test
- * peer (through the real `@azure/service-bus` client) and Azurite for the Blob claim-check (our
- * REST client, Shared Key). The
+ * peer (through the real `@azure/service-bus` client) and Azurite for the Blob claim-check
+ * (`@azure/storage-blob`, Shared Key). The
  * Functions host's Service Bus trigger is played by test/support/serviceBusTriggerHost.ts (a
  * stand-in); everything else is the code that ships. The functions connect as the application
  * role `webhooks_app` that the migrate function prepares (as on Azure; TLS "disable" here because

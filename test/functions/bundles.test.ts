@@ -1,55 +1,95 @@
 /**
- * The function bundles of a real `buildFunctions` run: each under the 1 MiB the issue sets (a size,
- * deterministic, unlike the cold-start times, which are the benchmark's business:
- * bench/functions.ts), and, for Azure, only what each function can reach (esbuild metafiles).
+ * The function bundles of a real `buildFunctions` run, from their esbuild metafiles: sizes (a
+ * deterministic check, unlike the cold-start times, which are the benchmark's business:
+ * bench/functions.ts) and, per cloud, that each function carries only what it can reach, with
+ * the SDKs that only some paths need in chunks loaded on first use, not in what its import loads.
+ *
+ * The budgets (figures: docs/functions.md "Bundling" and the README):
+ * - what importing a bundle loads (index.mjs and its static chunks): under 1 MiB, as before the
+ *   official SDKs: that is what every cold start pays;
+ * - all chunks (what is zipped): under 4 MiB. The platforms allow far more (Lambda 50 MB zipped,
+ *   Azure Functions zip deploy and Cloud Functions 100 MB of source); the cap catches a bundle
+ *   that grows by whole SDKs unnoticed. The largest today is GCP ingest, about 3.4 MiB: the
+ *   Pub/Sub client (gRPC, protobuf and its protos, google-gax, google-auth-library; about 2.3 MiB
+ *   minified, loaded on the first publish) and the Cloud Storage client (about 0.8 MiB, loaded
+ *   only for a claim-check), each with its own google-auth-library major version.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildFunctions, type BuiltFunction } from "../../functions/build.js";
+import { buildFunctions, CLOUDS, type BuiltFunction } from "../../functions/build.js";
 
+const IMPORT_BUDGET = 1024 * 1024;
+const ZIP_BUDGET = 4 * 1024 * 1024;
+
+interface Output { imports: { path: string; kind: string; external?: boolean }[]; inputs: Record<string, unknown> }
 let outDir: string;
 let built: BuiltFunction[];
-const inputs = new Map<string, string[]>();
+const metas = new Map<string, Record<string, Output>>();
 
 beforeAll(async () => {
-  outDir = await mkdtemp(join(tmpdir(), "azure-bundles-"));
+  outDir = await mkdtemp(join(tmpdir(), "function-bundles-"));
   built = await buildFunctions(outDir);
-  for (const name of ["ingest", "processor", "relay"]) {
-    const meta = JSON.parse(await readFile(join(outDir, "azure", `${name}.meta.json`), "utf8")) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
-    inputs.set(name, Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)));
+  for (const cloud of CLOUDS) {
+    for (const name of ["ingest", "processor", "relay", "migrate"]) {
+      const meta = JSON.parse(await readFile(join(outDir, cloud, `${name}.meta.json`), "utf8")) as { outputs: Record<string, Output> };
+      metas.set(`${cloud}/${name}`, meta.outputs);
+    }
   }
 }, 180_000);
 afterAll(async () => { await rm(outDir, { recursive: true, force: true }); });
 
-const has = (name: string, pattern: RegExp) => inputs.get(name)!.some((file) => pattern.test(file));
+/** Input files of every output (`all`), or of index.mjs and the chunks it imports statically (`atImport`). */
+function inputsOf(fn: string, which: "all" | "atImport"): string[] {
+  const outputs = metas.get(fn)!;
+  if (which === "all") return Object.values(outputs).flatMap((o) => Object.keys(o.inputs));
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file) || !outputs[file]) return;
+    seen.add(file);
+    for (const i of outputs[file]!.imports) if (i.kind === "import-statement" && !i.external) visit(i.path);
+  };
+  visit(Object.keys(outputs).find((file) => /(^|[\\/])index\.mjs$/.test(file))!);
+  return [...seen].flatMap((file) => Object.keys(outputs[file]!.inputs));
+}
+const has = (fn: string, pattern: RegExp, which: "all" | "atImport" = "all") => inputsOf(fn, which).some((file) => pattern.test(file));
 
 describe("every function bundle", () => {
-  it("is under 1 MiB minified, all chunks counted (what is zipped)", () => {
+  it("loads under 1 MiB at import, and all its chunks (what is zipped) stay under 4 MiB", () => {
     expect(built.map((f) => `${f.cloud}/${f.name}`).sort()).toEqual(
       ["aws/ingest", "aws/migrate", "aws/processor", "aws/relay", "azure/ingest", "azure/migrate", "azure/processor", "azure/relay",
         "gcp/ingest", "gcp/migrate", "gcp/processor", "gcp/relay"],
     );
-    for (const f of built) expect(f.bytes, `${f.cloud}/${f.name}`).toBeLessThan(1024 * 1024);
+    for (const f of built) {
+      expect(f.loadedBytes, `${f.cloud}/${f.name} at import`).toBeLessThan(IMPORT_BUDGET);
+      expect(f.bytes, `${f.cloud}/${f.name} in all`).toBeLessThan(ZIP_BUDGET);
+    }
   });
 });
 
 describe("Azure function bundles", () => {
-  it("carry no @azure/identity, MSAL or @azure/storage-blob: our credential and Blob REST client instead", () => {
-    for (const name of ["ingest", "processor", "relay"]) {
-      expect(has(name, /node_modules\/@azure\/(identity|msal-node|storage-blob|storage-common)\//), name).toBe(false);
+  const IDENTITY = /node_modules\/@azure\/(identity|msal-node|msal-common)\//;
+  const BLOB = /node_modules\/@azure\/(storage-blob|storage-common)\//;
+
+  it("ingest and the processor carry @azure/identity's ManagedIdentityCredential and @azure/storage-blob, in chunks loaded on first use", () => {
+    for (const name of ["ingest", "processor"]) {
+      expect(has(`azure/${name}`, /@azure\/identity\/dist\/esm\/credentials\/managedIdentityCredential\/index\.js$/), name).toBe(true);
+      expect(has(`azure/${name}`, BLOB), name).toBe(true);
+      expect(has(`azure/${name}`, IDENTITY, "atImport"), name).toBe(false);
+      expect(has(`azure/${name}`, BLOB, "atImport"), name).toBe(false);
     }
-    expect(has("ingest", /shared\/objectStore\/azureBlob\.ts$/)).toBe(true);
-    expect(has("processor", /shared\/cloud\/azureManagedIdentity\.ts$/)).toBe(true);
   });
 
-  it("the relay carries no Service Bus, AMQP or Blob code; ingest and the processor carry Service Bus without its management client", () => {
-    expect(has("relay", /node_modules\/(@azure\/service-bus|@azure\/core-amqp|rhea)\//)).toBe(false);
-    expect(has("relay", /shared\/(objectStore\/azureBlob|queue\/serviceBus)\.ts$/)).toBe(false);
+  it("the relay and migrate carry no Service Bus, AMQP, identity or Blob code; ingest and the processor carry Service Bus without its management client", () => {
+    for (const name of ["relay", "migrate"]) {
+      expect(has(`azure/${name}`, /node_modules\/(@azure\/service-bus|@azure\/core-amqp|rhea)\//), name).toBe(false);
+      expect(has(`azure/${name}`, IDENTITY), name).toBe(false);
+      expect(has(`azure/${name}`, BLOB), name).toBe(false);
+    }
     for (const name of ["ingest", "processor"]) {
-      expect(has(name, /node_modules\/@azure\/service-bus\/.*serviceBusClient\.js$/), name).toBe(true);
-      expect(has(name, /node_modules\/@azure\/service-bus\/.*serviceBusAtomManagementClient\.js$|node_modules\/fast-xml-parser\//), name).toBe(false);
+      expect(has(`azure/${name}`, /node_modules\/@azure\/service-bus\/.*serviceBusClient\.js$/), name).toBe(true);
+      expect(has(`azure/${name}`, /node_modules\/@azure\/service-bus\/.*serviceBusAtomManagementClient\.js$/), name).toBe(false);
     }
   });
 });

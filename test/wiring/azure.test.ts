@@ -46,8 +46,7 @@ import type { TerraformJson } from "../../stacks/app.js";
 import { allResources, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
 import type { Database } from "../../shared/db/port.js";
 import { openPostgres } from "../../shared/db/postgres.js";
-import { BLOB_API_VERSION } from "../../shared/objectStore/azureBlob.js";
-import { sharedKeyAuthorization } from "../../shared/objectStore/azureSharedKey.js";
+import { AccountSASPermissions, generateAccountSASQueryParameters, StorageSharedKeyCredential } from "@azure/storage-blob";
 import { enqueue } from "../../shared/outbound/enqueue.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { DEAD_LETTER_REASON } from "../../functions/azure/failedMessages.js";
@@ -233,11 +232,13 @@ beforeAll(async () => {
   // The container, created as Terraform would (here with Azurite's development key over HTTPS).
   const container = String(resourcesOf(json, "azurerm_storage_container")[0]!.body.name);
   const accountKey = /AccountKey=([^;]+)/.exec(azurite.connectionString)![1]!;
-  const url = new URL(`${azurite.blobEndpoint}/${container}?restype=container`);
-  const headers: Record<string, string> = { "x-ms-date": new Date().toUTCString(), "x-ms-version": BLOB_API_VERSION, "content-length": "0" };
-  headers.authorization = sharedKeyAuthorization("devstoreaccount1", accountKey, "PUT", url, headers);
+  // A SAS signed by the SDK, sent over this request's TLS with the test CA (the SDK's own HTTPS
+  // agents would need NODE_EXTRA_CA_CERTS, which this process was not started with).
+  const sas = generateAccountSASQueryParameters({
+    expiresOn: new Date(Date.now() + 3_600_000), permissions: AccountSASPermissions.parse("c"), services: "b", resourceTypes: "c",
+  }, new StorageSharedKeyCredential("devstoreaccount1", accountKey)).toString();
   const status = await new Promise<number>((resolve, reject) => {
-    httpsRequest(url, { method: "PUT", headers, ca: blobTls.ca }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on("error", reject).end();
+    httpsRequest(new URL(`${azurite.blobEndpoint}/${container}?restype=container&${sas}`), { method: "PUT", headers: { "content-length": "0" }, ca: blobTls.ca }, (res) => { res.resume(); resolve(res.statusCode ?? 0); }).on("error", reject).end();
   });
   expect(status).toBe(201);
 
