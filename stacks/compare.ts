@@ -56,7 +56,7 @@ export interface Comparison {
 
 const uniq = <T>(xs: T[]) => [...new Set(xs)];
 export const traffic = (n: number) => (n >= 1e6 ? `${+(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${+(n / 1e3).toFixed(1)} k` : String(n));
-const usd = (v: number) => `$${v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(2) : v.toFixed(3)}`;
+const usd = (v: number) => (v === 0 ? "$0" : `$${v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(2) : v.toFixed(3)}`);
 
 function inventoryCell(json: TerraformJson, component: string, withTypes: boolean): string {
   const resources = allResources(json).filter((r) => r.component === component);
@@ -137,8 +137,8 @@ export function lineRows(c: Comparison, cloud: Cloud): Row[] {
       const v = l.monthly(n);
       return v === null || Number.isNaN(v) ? "unknown" : usd(v);
     };
-    const known = l.monthly(c.tiers[0] ?? 1);
-    const formula = known === null || Number.isNaN(known) ? `${l.formula}; ${unknownCell(l, c.prices)}` : l.formula;
+    const unknownSomewhere = [0, ...c.tiers].some((n) => amount(n) === "unknown");
+    const formula = unknownSomewhere ? `${l.formula}; ${unknownCell(l, c.prices)}` : l.formula;
     return [l.item, l.quantity, formula, amount(0), ...c.tiers.map(amount)];
   });
 }
@@ -215,8 +215,9 @@ export function renderMarkdown(c: Comparison, chartFile = "comparison-cost.svg")
     ...assumptions.map(([k, a]) => `- \`${k}\` = ${a.value}: ${a.why}`),
     "",
     "Not counted anywhere: logs and metrics ingestion, database I/O and capacity beyond the always-on",
-    "minimum (Aurora scales up to its maximum ACU under load), claim-check storage, Key Vault and",
-    "Secret Manager access operations, cross-zone traffic.",
+    "minimum (Aurora scales up to its maximum ACU under load; a busy Cloud SQL or Flexible Server needs a",
+    "bigger tier), claim-check storage, secret access operations, Performance Insights beyond its free",
+    "retention, cross-zone traffic, and the migrate function's runs.",
     "",
     "## Limits end to end",
     "",
