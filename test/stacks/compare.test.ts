@@ -105,14 +105,18 @@ describe("money: quantities from the synthesized stacks × cited prices", () => 
   });
 
   it("shows a row whose price is unknown as unknown with the provider's page, and totals it leaves out as lower bounds", () => {
-    const c = buildComparison(stacks);
-    const scheduler = row(lineRows(c, "aws"), "EventBridge Scheduler");
-    expect(scheduler[2]).toContain("unknown, see https://aws.amazon.com/eventbridge/pricing/");
-    expect(scheduler.slice(3)).toEqual(["unknown", "unknown", "unknown", "unknown"]);
-    expect(row(lineRows(c, "aws"), "NAT gateway")[3]).toBe("$32.85");
-    const md = renderMarkdown(c);
-    expect(md).toMatch(/\| always-on baseline \(no traffic\) \| ≥ \$\d+\.\d\d \(unknown: EventBridge Scheduler\) \|/);
-    expect(md).toContain("unknown, see https://azure.microsoft.com/pricing/details/postgresql/flexible-server/");
+    const missing = structuredClone(prices);
+    missing.prices["aws.natGatewayHour"] = { ...missing.prices["aws.natGatewayHour"]!, usd: null, unknown: "not found" };
+    const c = buildComparison(stacks, { prices: missing });
+    const nat = row(lineRows(c, "aws"), "NAT gateway");
+    expect(nat[2]).toBe(`1 × ${HOURS} h × unknown/h; unknown, see https://aws.amazon.com/vpc/pricing/`);
+    expect(nat.slice(3)).toEqual(["unknown", "unknown", "unknown", "unknown"]);
+    expect(row(lineRows(c, "aws"), "Public IPv4 (NAT's Elastic IP)")[3]).toBe("$3.65");
+    const known = monthlyTotal(costLines("aws", stacks.aws), 0).usd - HOURS * price("aws.natGatewayHour");
+    expect(c.money.aws.baseline).toEqual({ usd: expect.closeTo(known, 9), unknown: ["NAT gateway"] });
+    expect(renderMarkdown(c)).toMatch(/\| always-on baseline \(no traffic\) \| ≥ \$\d+\.\d\d \(unknown: NAT gateway\) \|/);
+    // And in the shipped list, prices not found stay visible as such.
+    expect(renderMarkdown(buildComparison(stacks))).toContain("unknown, see https://azure.microsoft.com/pricing/details/postgresql/flexible-server/");
   });
 
   it("grows with traffic: every cloud costs more at 100 M than at 1 M, and the idle total is the baseline lines alone", () => {
