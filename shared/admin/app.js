@@ -164,7 +164,7 @@ async function loadSubscriptions() {
 const SERIES = [
   { key: "delivered", label: "delivered", color: "#1a7f37" },
   { key: "retried", label: "failed, will retry", color: "#d4a72c" },
-  { key: "failed", label: "failed permanently", color: "#fa4549" },
+  { key: "failed", label: "failed, not retried", color: "#fa4549" },
   { key: "deadLettered", label: "dead letters (not replayed yet)", color: "#6e2b9e" },
 ];
 

@@ -8,9 +8,12 @@ export interface MinuteBucket {
   minute: string;
   /** Attempts answered 2xx. */
   delivered: number;
-  /** Attempts that failed in a retryable way (5xx, 429, timeouts, network). */
+  /** Attempts that failed in a retryable way (5xx, 429, timeouts, network) and will be retried. */
   retried: number;
-  /** Attempts that failed permanently (other 4xx, 410 Gone). */
+  /**
+   * Attempts after which no retry follows: permanent failures (other 4xx, 410 Gone), and a
+   * retryable failure that was its delivery's last allowed attempt (it died, exhausted).
+   */
   failed: number;
   /** Deliveries that became dead letters in that minute (and are still dead). */
   deadLettered: number;
@@ -29,13 +32,23 @@ export async function deliveriesPerMinute(q: Queryable, minutes: number): Promis
      minutes AS (
        SELECT generate_series((SELECT at FROM window_start), date_trunc('minute', now()), interval '1 minute') AS minute
      ),
+     -- A retryable failure is "final" when it was the last attempt of a delivery that then died
+     -- (its maximum reached, maxAttempts 1 included): it will not be retried (unless replayed).
+     recent AS (
+       SELECT a.created_at, a.result,
+              CASE WHEN a.result = 'retryable' THEN EXISTS (
+                SELECT 1 FROM outbound_deliveries d
+                WHERE d.id = a.delivery_id AND d.status = 'dead' AND d.attempts = a.attempt_number AND NOT a.stale
+              ) ELSE false END AS final
+       FROM outbound_attempts a
+       WHERE a.created_at >= (SELECT at FROM window_start) AND NOT a.probe
+     ),
      attempts AS (
        SELECT date_trunc('minute', created_at) AS minute,
               count(*) FILTER (WHERE result = 'delivered') AS delivered,
-              count(*) FILTER (WHERE result = 'retryable') AS retried,
-              count(*) FILTER (WHERE result IN ('permanent', 'gone')) AS failed
-       FROM outbound_attempts
-       WHERE created_at >= (SELECT at FROM window_start) AND NOT probe
+              count(*) FILTER (WHERE result = 'retryable' AND NOT final) AS retried,
+              count(*) FILTER (WHERE result IN ('permanent', 'gone') OR final) AS failed
+       FROM recent
        GROUP BY 1
      ),
      dead AS (

@@ -63,7 +63,7 @@ export const GLOBAL_OPTIONS: Options = {
 };
 
 export const GLOBAL_HELP = `Global options:
-  --url <url>      platform URL (default: $WEBHOOKS_URL or http://127.0.0.1:8080)
+  --url <url>      platform URL (default: $WEBHOOKS_URL, else http://127.0.0.1:$PORT, PORT 8080 if unset)
   --token <token>  admin bearer token (default: $ADMIN_TOKEN)
   --json           print results as JSON on stdout
   -h, --help       show help for this command`;
@@ -89,7 +89,8 @@ export function parseInvocation(command: Command, args: string[], io: Io): Invoc
   if (n < min) throw new UsageError(`Missing argument: webhooks ${command.usage}`);
   if (n > max) throw new UsageError(`Unexpected argument ${JSON.stringify(parsed.positionals[max])}: webhooks ${command.usage}`);
 
-  const url = (values.url as string | undefined) ?? io.env.WEBHOOKS_URL ?? "http://127.0.0.1:8080";
+  // PORT as `npm start` reads it, so a platform started with PORT=… is found without --url.
+  const url = (values.url as string | undefined) ?? (io.env.WEBHOOKS_URL || `http://127.0.0.1:${io.env.PORT || "8080"}`);
   return {
     values,
     positionals: parsed.positionals,

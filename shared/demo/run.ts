@@ -21,6 +21,7 @@ import type { Logger } from "../telemetry/log.js";
 import { DEMO_PARTNER, runPartner } from "./partner.js";
 import { startDemoReceiver, type DemoReceiver } from "./receiver.js";
 import { formatSummary, runScenario, type DemoSummary } from "./scenario.js";
+import { listen } from "../server/listen.js";
 
 export interface DemoOptions {
   /** The environment the configuration is read from; demo settings are laid over it. */
@@ -80,7 +81,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoRun> {
     if (!platform.workers.some((w) => w.name === "alerts")) platform.workers.push(startAlertWorker(platform, { intervalMs: 1000 }));
     server = createHttpServer({ routes: platform.routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: Math.max(config.MAX_PAYLOAD_BYTES, config.MAX_INBOUND_BODY_BYTES), logger: platform.logger, mapError: mapPlatformError });
     const s = server;
-    await new Promise<void>((resolve) => s.listen(config.PORT, "127.0.0.1", resolve));
+    await listen(s, config.PORT);
     const address = server.address();
     const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : config.PORT}`;
     const runId = `demo-${randomBytes(3).toString("hex")}`;

@@ -27,8 +27,10 @@ export interface DemoSummary {
     events: number;
     /** Distinct deliveries the flaky receiver acknowledged. */
     flakyDelivered: number;
-    /** Attempts the receivers refused (503, 429, 500) and the relay retried or gave up on. */
-    failedAttempts: number;
+    /** Attempts the flaky receiver refused (503, 429, 500), each retried with backoff. */
+    flakyRefused: number;
+    /** Attempts the broken endpoint refused, until each of its deliveries became a dead letter. */
+    brokenRefused: number;
     /** Deliveries to the broken endpoint that became dead letters. */
     deadLettered: number;
     /** Of those, replayed after the fix. */
@@ -152,7 +154,8 @@ export async function runScenario(input: ScenarioInput): Promise<DemoSummary> {
     outbound: {
       events: new Set(flakyRows.map((d) => d.eventId)).size,
       flakyDelivered: stats.flaky.delivered.size,
-      failedAttempts: stats.flaky.failures + stats.broken.failures,
+      flakyRefused: stats.flaky.failures,
+      brokenRefused: stats.broken.failures,
       deadLettered: dead.length,
       replayed: replay.replayed.length,
       replayedDelivered: stats.broken.delivered.size,
@@ -174,13 +177,13 @@ export function formatSummary(s: DemoSummary, where: { adminUrl: string; token: 
     `  ${s.inbound.deferredThenResolved} arrived before their prerequisite, were deferred, then applied; ${s.inbound.quarantined} quarantined`,
     `  orders: ${orders}`,
     "Outbound (order.* events published by the reconciler):",
-    `  ${s.outbound.events} events, ${s.outbound.flakyDelivered} delivered to the flaky receiver; ${s.outbound.failedAttempts} attempts refused and retried with backoff`,
-    `  ${s.outbound.deadLettered} dead letters on the broken endpoint → fixed → ${s.outbound.replayed} replayed → ${s.outbound.replayedDelivered} delivered`,
+    `  ${s.outbound.events} events, ${s.outbound.flakyDelivered} delivered to the flaky receiver; ${s.outbound.flakyRefused} attempts it refused were retried with backoff`,
+    `  ${s.outbound.deadLettered} dead letters on the broken endpoint (${s.outbound.brokenRefused} refused attempts) → fixed → ${s.outbound.replayed} replayed → ${s.outbound.replayedDelivered} delivered`,
     `Alerts: ${s.alerts.received} signed alert.dead_letter webhooks received (bad signatures: ${s.alerts.badSignatures})`,
     "",
     `Admin page:  ${where.adminUrl}`,
     `Admin token: ${where.token}`,
     `CLI:         WEBHOOKS_URL=${where.baseUrl} ADMIN_TOKEN=${where.token} npx webhooks dlq list`,
-    "The platform keeps running; Ctrl-C stops it.",
+    "The demo is over; the platform keeps serving (try the admin page and the CLI). Ctrl-C stops it.",
   ].join("\n");
 }

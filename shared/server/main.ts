@@ -4,6 +4,7 @@
  */
 import { ConfigError, loadConfig } from "../config.js";
 import { mapPlatformError, startPlatform } from "../platform.js";
+import { listen, StartError } from "./listen.js";
 import { createHttpServer } from "./router.js";
 
 async function main(): Promise<void> {
@@ -21,13 +22,19 @@ async function main(): Promise<void> {
     logger: platform.logger,
     mapError: mapPlatformError,
   });
-  await new Promise<void>((resolve) => server.listen(config.PORT, "127.0.0.1", resolve));
+  try {
+    await listen(server, config.PORT);
+  } catch (error) {
+    await platform.stop();
+    throw error;
+  }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.PORT;
   const base = `http://127.0.0.1:${port}`;
   console.log(`multicloud-webhooks is running at ${base} on ${platform.db.kind === "pglite" ? `the embedded database (${config.DATA_DIR})` : "PostgreSQL"}`);
   console.log(`  admin page:   ${base}/admin`);
   console.log(`  admin token:  ${config.ADMIN_TOKEN}${config.adminTokenGenerated ? "  (generated; set ADMIN_TOKEN to keep one)" : ""}`);
+  console.log(`  CLI:          WEBHOOKS_URL=${base} ADMIN_TOKEN=${config.ADMIN_TOKEN} npx webhooks --help`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -43,7 +50,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) console.error(error.message);
+  if (error instanceof ConfigError || error instanceof StartError) console.error(error.message);
   else console.error(`Could not start: ${(error as Error).message}`);
   process.exit(1);
 });

@@ -69,6 +69,12 @@ afterAll(async () => {
 });
 
 describe("webhooks (overview and usage errors)", { timeout: 120_000 }, () => {
+  it("without --url or WEBHOOKS_URL, finds the platform on PORT as npm start does", async () => {
+    const r = await cli(["subscriptions", "list", "--json"], { WEBHOOKS_URL: "", PORT: new URL(t.baseUrl).port });
+    expect(r.code, r.stderr).toBe(0);
+    expect(Array.isArray(JSON.parse(r.stdout))).toBe(true);
+  });
+
   it("--help lists every command and exits 0; no command exits 2", async () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);

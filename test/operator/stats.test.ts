@@ -6,11 +6,13 @@ describeEachBackend("deliveries per minute", (ctx) => {
   it("counts attempts by outcome and dead letters per minute, zero-filled, probes left out", async () => {
     const db = ctx.db;
     await db.query(`INSERT INTO outbound_subscriptions (id, url, event_types, secrets) VALUES ('sub_s', 'https://example.com', '{*}', '{whsec_x}')`);
-    for (const e of ["e1", "e2", "e3"]) {
+    for (const e of ["e1", "e2", "e3", "e4"]) {
       await db.query(`INSERT INTO outbound_events (id, type, body) VALUES ($1, 'order.paid', '{}')`, [e]);
       await db.query(`INSERT INTO outbound_deliveries (id, event_id, subscription_id) VALUES ($1, $2, 'sub_s')`, [`${e}:sub_s`, e]);
     }
     await db.query(`UPDATE outbound_deliveries SET status = 'dead', dead_at = now() - interval '2 minutes' WHERE id = 'e3:sub_s'`);
+    // e4 had one allowed attempt (maxAttempts 1): its retryable failure ended it, nothing retries it.
+    await db.query(`UPDATE outbound_deliveries SET status = 'dead', attempts = 1, dead_at = now() WHERE id = 'e4:sub_s'`);
     const attempt = (d: string, result: string, ago: string, probe = false) =>
       db.query(`INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, probe, created_at)
                 VALUES ($1, 1, $2, 200, 5, $3, now() - $4::interval)`, [d, result, probe, ago]);
@@ -19,6 +21,7 @@ describeEachBackend("deliveries per minute", (ctx) => {
     await attempt("e2:sub_s", "delivered", "0 minutes");
     await attempt("e3:sub_s", "permanent", "2 minutes");
     await attempt("e3:sub_s", "gone", "2 minutes");
+    await attempt("e4:sub_s", "retryable", "0 minutes");
     await attempt("e1:sub_s", "retryable", "0 minutes", true); // a probe: not counted
     await attempt("e1:sub_s", "delivered", "3 hours"); // outside the window
 
@@ -30,7 +33,7 @@ describeEachBackend("deliveries per minute", (ctx) => {
     const tail = series.slice(-4);
     const sum = (k: "delivered" | "retried" | "failed" | "deadLettered") => tail.reduce((s, b) => s + b[k], 0);
     expect({ delivered: sum("delivered"), retried: sum("retried"), failed: sum("failed"), deadLettered: sum("deadLettered") })
-      .toEqual({ delivered: 2, retried: 1, failed: 2, deadLettered: 1 });
+      .toEqual({ delivered: 2, retried: 1, failed: 3, deadLettered: 2 });
     expect(series.slice(0, -4).every((b) => b.delivered + b.retried + b.failed + b.deadLettered === 0)).toBe(true);
   });
 });
