@@ -194,12 +194,10 @@ export function createDestinationPolicy(options: DestinationPolicyOptions = {}):
   const ipAllowed = (address: string): boolean => {
     const family = isIP(address);
     if (family === 4) return allow.nets.check(address, "ipv4");
-    if (family === 6) {
-      // BlockList matches a mapped ::ffff:a.b.c.d against IPv4 entries itself; NAT64 and 6to4 are read here.
-      const carried = embeddedIpv4(address);
-      return allow.nets.check(address, "ipv6") || (carried !== null && allow.nets.check(carried, "ipv4"));
-    }
-    return false;
+    // BlockList matches a mapped ::ffff:a.b.c.d against IPv4 entries itself (and no IPv6 entry
+    // matches what is not an address); NAT64 and 6to4 are read here.
+    const carried = embeddedIpv4(address);
+    return allow.nets.check(address, "ipv6") || (carried !== null && allow.nets.check(carried, "ipv4"));
   };
   const isAllowedHost = (host: string): boolean => {
     const h = normaliseHost(host);
@@ -240,12 +238,13 @@ export function createDestinationPolicy(options: DestinationPolicyOptions = {}):
       (addresses) => {
         const fitting = family ? addresses.filter((a) => a.family === family) : addresses;
         const first = fitting[0];
+        // Stryker disable next-line ArrayDeclaration: equivalent: net and tls never read the address passed with an error
         if (!first) return callback(Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: "ENOTFOUND" }), []);
         if (all === true) callback(null, fitting);
         else callback(null, first.address, first.family);
       },
-      // Stryker disable next-line ConditionalExpression,ArrayDeclaration,StringLiteral: equivalent: net and tls never read the address passed with an error
-      (err: NodeJS.ErrnoException) => callback(err, all === true ? [] : ""),
+      // Stryker disable next-line ArrayDeclaration: equivalent: net and tls never read the address passed with an error
+      (err: NodeJS.ErrnoException) => callback(err, []),
     );
   };
   return { refusalFor, checkHost, isAllowedHost, resolveChecked, lookup };

@@ -4,7 +4,7 @@
  * lists every form that must pass and every near miss that must not.
  */
 import { describe, expect, it } from "vitest";
-import { indexHeaders, readHeader, requireHeader } from "../../shared/inbound/verify/headers.js";
+import { indexHeaders, isRejection, readHeader, requireHeader } from "../../shared/inbound/verify/headers.js";
 import { decodeStrict, hmac, matchesAny } from "../../shared/inbound/verify/hmac.js";
 import { checkFreshness, parseEpoch } from "../../shared/inbound/verify/timestamp.js";
 import type { SignatureEncoding } from "../../shared/inbound/verify/types.js";
@@ -235,5 +235,20 @@ describe("reading one header", () => {
     expect({ ...index }).toEqual({ "x-a": "1", "x-b": ["2", "3"] });
     expect(readHeader(indexHeaders({}), "constructor")).toEqual({ absent: true });
     expect(readHeader(indexHeaders({}), "__proto__")).toEqual({ absent: true });
+  });
+});
+
+describe("isRejection", () => {
+  it.each([
+    ["a rejection", { ok: false, status: 401, code: "x", reason: "y" }, true],
+    ["a string", "msg_1", false],
+    ["undefined", undefined, false],
+    ["null", null, false],
+    ["a number", 0, false],
+    ["an empty object", {}, false],
+    ["an object with ok: true", { ok: true }, false],
+    ["a JSON body with other fields", { id: "evt_1", type: "a" }, false],
+  ])("%s → %s", (_label, value, expected) => {
+    expect(isRejection(value)).toBe(expected);
   });
 });

@@ -79,6 +79,28 @@ describe("Stripe (signed with the official stripe SDK)", () => {
     const noId = JSON.stringify({ object: "event", type: "x" });
     rejected(verifyWebhook(partner, { "stripe-signature": header({ payload: noId }) }, Buffer.from(noId), NOW), 400, "missing_event_id", /JSON field id \(it is missing\)/);
   });
+  it("an item without a key, or a timestamp that is not whole seconds, is refused with its reason", () => {
+    const sig = header();
+    const reason = (value: string) => { const r = verifyWebhook(partner, { "stripe-signature": value }, Buffer.from(body), NOW); return r.ok ? "ok" : `${r.code}: ${r.reason}`; };
+    expect(reason(`${sig},=abc`)).toBe("malformed_signature: The Stripe-Signature header must be comma-separated key=value items (t=…,v1=…).");
+    expect(reason(`${sig},novalue`)).toBe("malformed_signature: The Stripe-Signature header must be comma-separated key=value items (t=…,v1=…).");
+    for (const t of ["+1764000000", "1e9", "0x10", "1764000000.5", ""]) {
+      expect(reason(sig.replace(/^t=\d+/, `t=${t}`))).toBe("invalid_timestamp: The Stripe-Signature timestamp (t=) must be whole seconds since the epoch.");
+    }
+    expect(reason("v0=abcd")).toBe("missing_timestamp: The Stripe-Signature header holds no timestamp (t=<seconds>).");
+    expect(reason(`t=${NOW},v1=zz`)).toBe("malformed_signature: The Stripe-Signature header holds no v1=<hex> signature.");
+  });
+
+  it("says why a missing header is refused", () => {
+    const r = verifyWebhook(partner, {}, Buffer.from(body), NOW);
+    expect(!r.ok && r.reason).toBe("The stripe-signature header is missing: Stripe signs every event; check the endpoint's signing secret.");
+  });
+
+  it("a secret with non-ASCII characters is its UTF-8 bytes", () => {
+    const odd = "whsec_sécret✓";
+    const signed = stripeSdk.webhooks.generateTestHeaderString({ payload: body, secret: odd, timestamp: NOW });
+    expect(verifyWebhook({ ...partner, secrets: [odd] }, { "stripe-signature": signed }, Buffer.from(body), NOW).ok).toBe(true);
+  });
 });
 
 describe("GitHub (signed with @octokit/webhooks-methods)", () => {
@@ -120,6 +142,34 @@ describe("GitHub (signed with @octokit/webhooks-methods)", () => {
     expect(verifyWebhook(rotating, await headersFor(body, secret), Buffer.from(body)).ok).toBe(true);
     expect(verifyWebhook(rotating, await headersFor(body, "new-secret"), Buffer.from(body)).ok).toBe(true);
     rejected(verifyWebhook(rotating, await headersFor(body, "retired-secret"), Buffer.from(body)), 401, "signature_mismatch", /./);
+  });
+  it("a doubled X-GitHub-Event is refused in every form it can arrive in", async () => {
+    const h = await headersFor();
+    for (const doubled of [{ "x-github-event": ["issues", "push"] }, { "X-GitHub-Event": "push" }, { "x-github-event": "issues, push" }, { "x-github-event": ["issues", "issues"] }]) {
+      rejected(verifyWebhook(partner, { ...h, ...doubled }, Buffer.from(body)), 400, "ambiguous_header", /^The X-GitHub-Event header was sent more than once; send it exactly once\.$/);
+    }
+  });
+
+  it("an event without X-GitHub-Event has no type, and is still accepted", async () => {
+    const { "x-github-event": _, ...untyped } = await headersFor();
+    expect(verifyWebhook(partner, untyped, Buffer.from(body))).toEqual({ ok: true, eventId: delivery, eventType: null });
+  });
+
+  it("a secret with non-ASCII characters is its UTF-8 bytes", async () => {
+    const p: PartnerConfig = { ...partner, secrets: ["sécret ✓"] };
+    expect(verifyWebhook(p, await headersFor(body, "sécret ✓"), Buffer.from(body)).ok).toBe(true);
+  });
+
+  it("says what each refusal means", async () => {
+    const h = await headersFor();
+    const reason = (headers: Record<string, string>) => { const r = verifyWebhook(partner, headers, Buffer.from(body)); return r.ok ? "ok" : r.reason; };
+    const { "x-hub-signature-256": _s, ...unsigned } = h;
+    const { "x-github-delivery": _d, ...noDelivery } = h;
+    expect(reason(unsigned)).toBe("The x-hub-signature-256 header is missing: set a secret on the GitHub webhook so GitHub signs with SHA-256.");
+    expect(reason({ ...h, "x-hub-signature-256": "sha256=zz" })).toBe("The X-Hub-Signature-256 header must be `sha256=<hex>`.");
+    expect(reason({ ...h, "x-hub-signature-256": `sha256=${"0".repeat(64)}` })).toBe("X-Hub-Signature-256 does not match this body with any of the partner's current secrets.");
+    expect(reason(noDelivery)).toBe("The x-github-delivery header is missing: GitHub sends the delivery id there, and it is the event id.");
+    expect(reason({ ...h, "x-github-delivery": "d".repeat(256) })).toMatch(/^The event id in header X-GitHub-Delivery must be at most 255 characters/);
   });
 });
 
@@ -179,6 +229,58 @@ describe("Standard Webhooks (signed with the standardwebhooks library)", () => {
 
   it("a list with no v1 entry is malformed", () => {
     rejected(verifyWebhook(partner, { ...headersFor(), "webhook-signature": "v1a,ZmFrZQ== v2,abc" }, Buffer.from(body), NOW), 401, "malformed_signature", /v1,<base64>/);
+  });
+  it("a secret without its whsec_ prefix works too, and a key with + and / is read as base64", () => {
+    const key = Buffer.alloc(32, 0xfb); // base64 "+/v7…": not base64url
+    const withPrefix = `whsec_${key.toString("base64")}`;
+    expect(key.toString("base64")).toMatch(/[+/]/);
+    for (const secrets of [[withPrefix], [key.toString("base64")]]) {
+      expect(verifyWebhook({ ...partner, secrets }, headersFor({ key: withPrefix }), Buffer.from(body), NOW).ok).toBe(true);
+    }
+  });
+
+  it("a signature written with + and / is read as base64", () => {
+    let payload = body;
+    let h = headersFor({ payload });
+    for (let n = 0; !/[+/]/.test(h["webhook-signature"]); n++) h = headersFor({ payload: (payload = JSON.stringify({ type: "order.paid", n })) });
+    expect(verifyWebhook(partner, h, Buffer.from(payload), NOW).ok).toBe(true);
+  });
+
+  it("only v1 entries count: the right signature labelled v2 is not accepted", () => {
+    const good = headersFor();
+    const v2 = good["webhook-signature"].replace(/^v1,/, "v2,");
+    rejected(verifyWebhook(partner, { ...good, "webhook-signature": v2 }, Buffer.from(body), NOW), 401, "malformed_signature", /./);
+  });
+
+  it("an entry that is not base64 is skipped, not fatal", () => {
+    const good = headersFor();
+    expect(verifyWebhook(partner, { ...good, "webhook-signature": `v1,not-base64! ${good["webhook-signature"]}` }, Buffer.from(body), NOW).ok).toBe(true);
+  });
+
+  it("a partner secret that is not base64 is skipped, the others still verify", () => {
+    const broken: PartnerConfig = { ...partner, secrets: ["whsec_not base64!", secret] };
+    expect(verifyWebhook(broken, headersFor(), Buffer.from(body), NOW).ok).toBe(true);
+    rejected(verifyWebhook({ ...partner, secrets: ["whsec_not base64!"] }, headersFor(), Buffer.from(body), NOW), 401, "signature_mismatch", /./);
+  });
+
+  it("says what each refusal means", () => {
+    const h: Record<string, string> = headersFor();
+    const without = (name: string) => Object.fromEntries(Object.entries(h).filter(([k]) => k !== name));
+    const reason = (headers: Record<string, string>) => { const r = verifyWebhook(partner, headers, Buffer.from(body), NOW); return r.ok ? "ok" : r.reason; };
+    expect(reason(without("webhook-id"))).toBe("The webhook-id header is missing: Standard Webhooks signs the message id with the body.");
+    expect(reason(without("webhook-timestamp"))).toBe("The webhook-timestamp header is missing: Standard Webhooks signs the time of sending (seconds since the epoch).");
+    expect(reason(without("webhook-signature"))).toBe("The webhook-signature header is missing: sign the request with one of the partner's secrets.");
+    expect(reason({ ...h, "webhook-timestamp": "+1764000000" })).toBe("The webhook-timestamp header must be whole seconds since the epoch.");
+    expect(reason({ ...h, "webhook-signature": "v1a,ZmFrZQ==" })).toBe("The webhook-signature header holds no `v1,<base64>` signature.");
+    expect(reason({ ...h, "webhook-signature": "v1,AAAA, v1,AAAA" })).toBe("The webhook-signature header was sent more than once; send one header with space-separated signatures.");
+    expect(reason({ ...h, "webhook-id": "msg_other" })).toBe("No signature in webhook-signature matches this body with any of the partner's current secrets.");
+  });
+
+  it("the event id comes from webhook-id; without it identify is a 400 naming the header", async () => {
+    const { standardWebhooks } = await import("../../shared/inbound/verify/standardWebhooks.js");
+    expect(standardWebhooks.identify(partner, { "webhook-id": "msg_1" }, { type: "a" })).toEqual({ id: "msg_1", idSource: "header webhook-id", type: "a" });
+    expect(standardWebhooks.identify(partner, {}, {})).toEqual({ ok: false, status: 400, code: "missing_event_id", reason: "The webhook-id header is missing: it is the event id." });
+    rejected(verifyWebhook(partner, headersFor({ id: "m".repeat(256) }), Buffer.from(body), NOW), 400, "invalid_event_id", /^The event id in header webhook-id must be/);
   });
 });
 

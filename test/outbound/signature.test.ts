@@ -78,6 +78,50 @@ describe("Standard Webhooks signature", () => {
     expect(() => signatureHeader([secret], "id", 1, "{}")).toThrow(InvalidSecretError);
   });
 
+  const b64 = (bytes: number, fill = 7) => Buffer.alloc(bytes, fill).toString("base64");
+  it.each([
+    ["24 bytes, the smallest", `whsec_${b64(24)}`],
+    ["32 bytes", `whsec_${b64(32)}`],
+    ["33 bytes (no padding needed)", `whsec_${b64(33)}`],
+    ["64 bytes, the largest", `whsec_${b64(64)}`],
+    ["every base64 character", `whsec_${"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"}`],
+  ])("accepts a secret of %s", (_label, secret) => {
+    expect(isValidSecret(secret)).toBe(true);
+    expect(signatureHeader([secret], "id", 1, "{}")).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+  });
+
+  it.each([
+    ["23 bytes", `whsec_${b64(23)}`],
+    ["65 bytes", `whsec_${b64(65)}`],
+    ["unpadded base64 (32 bytes without its =)", `whsec_${b64(32).replace(/=+$/, "")}`],
+    ["unpadded base64 (64 bytes without its ==)", `whsec_${b64(64).replace(/=+$/, "")}`],
+    ["a character before the base64", `whsec_!${b64(32).slice(1)}`],
+    ["characters after the base64", `whsec_${b64(33)}!!!!`],
+    ["padding inside", `whsec_${b64(32).slice(0, 20)}=${b64(32).slice(21)}`],
+    ["base64url characters", `whsec_${b64(32, 0xfb).replace(/\+/g, "-").replace(/\//g, "_")}`],
+    ["a space inside", `whsec_${b64(32).slice(0, 20)} ${b64(32).slice(21)}`],
+    ["another prefix of the same length", `whsek_${b64(32)}`],
+    ["the prefix in capitals", `WHSEC_${b64(32)}`],
+    ["the prefix alone", "whsec_"],
+  ])("rejects a secret of %s", (_label, secret) => {
+    expect(isValidSecret(secret)).toBe(false);
+    expect(() => signatureHeader([secret], "id", 1, "{}")).toThrow(InvalidSecretError);
+  });
+
+  it("rejects what is not a string", () => {
+    expect(isValidSecret(42 as unknown as string)).toBe(false);
+    expect(isValidSecret(undefined as unknown as string)).toBe(false);
+  });
+
+  it("says what a secret must be", () => {
+    const error = (() => { try { signatureHeader(["nope"], "id", 1, "{}"); } catch (e) { return e; } })();
+    expect(error).toBeInstanceOf(InvalidSecretError);
+    expect(error).toMatchObject({
+      name: "InvalidSecretError",
+      message: 'A signing secret must be "whsec_" followed by base64 of 24 to 64 bytes; omit it to have one generated.',
+    });
+  });
+
   it("refuses to sign with no secret at all", () => {
     expect(() => signatureHeader([], "id", 1, "{}")).toThrow(InvalidSecretError);
   });

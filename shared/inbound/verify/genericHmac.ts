@@ -18,7 +18,7 @@ export function signedPayloadTemplate(partner: PartnerConfig): string {
 }
 
 export function genericSecretKey(secret: string, encoding: PartnerConfig["secretEncoding"] = "utf8"): Buffer | null {
-  return encoding === "utf8" ? Buffer.from(secret, "utf8") : decodeStrict(secret, encoding);
+  return encoding === "utf8" ? Buffer.from(secret) : decodeStrict(secret, encoding);
 }
 
 /** Reads the value of `{timestamp}` / `{id}` when the template uses it; a 401 when it is not there. */
@@ -55,7 +55,8 @@ export const genericHmac: SchemeVerifier = {
     if (isRejection(header)) return header;
     const prefix = partner.prefix ?? "";
     // Several signatures may be listed (rotation); hex and base64 contain no space or comma.
-    const separator = prefix.includes(",") ? /\s+/ : /[\s,]+/;
+    // The empty tokens between two separators decode to nothing and are dropped.
+    const separator = prefix.includes(",") ? /\s/ : /[\s,]/;
     const candidates = header
       .split(separator)
       .filter((token) => token.startsWith(prefix))

@@ -15,7 +15,8 @@ export const github: SchemeVerifier = {
     if (isRejection(header)) return header;
     const signature = header.startsWith("sha256=") ? decodeStrict(header.slice("sha256=".length), "hex") : null;
     if (!signature) return reject(401, "malformed_signature", "The X-Hub-Signature-256 header must be `sha256=<hex>`.");
-    const expected = partner.secrets.map((secret) => hmac("sha256", Buffer.from(secret, "utf8"), [rawBody]));
+    // Keyed by the secret's text, as UTF-8 (Buffer.from's default).
+    const expected = partner.secrets.map((secret) => hmac("sha256", Buffer.from(secret), [rawBody]));
     if (!matchesAny(expected, [signature])) {
       return reject(401, "signature_mismatch", "X-Hub-Signature-256 does not match this body with any of the partner's current secrets.");
     }
@@ -28,8 +29,11 @@ export const github: SchemeVerifier = {
     // Delivery ids are GUIDs; a comma means Node joined two X-GitHub-Delivery headers into one
     // value. The header is not signed, so refuse rather than store a made-up id.
     if (id.includes(",")) return reject(400, "ambiguous_header", "The X-GitHub-Delivery header was sent more than once; send it exactly once.");
+    // Event names are words (`pull_request`): a comma, like an array, is the header sent twice.
     const type = readHeader(headers, "x-github-event");
-    if ("ambiguous" in type) return reject(400, "ambiguous_header", "The X-GitHub-Event header was sent more than once; send it exactly once.");
+    if ("ambiguous" in type || ("value" in type && type.value.includes(","))) {
+      return reject(400, "ambiguous_header", "The X-GitHub-Event header was sent more than once; send it exactly once.");
+    }
     return { id, idSource: "header X-GitHub-Delivery", type: "value" in type ? type.value : null };
   },
 };

@@ -24,7 +24,7 @@ export function decodeStrict(text: string, encoding: SignatureEncoding): Buffer 
   if (text === "") return null;
   if (encoding === "hex") return HEX.test(text) ? Buffer.from(text, "hex") : null;
   if (encoding === "base64") return BASE64.test(text) ? Buffer.from(text, "base64") : null;
-  return BASE64URL.test(text) ? Buffer.from(text.replace(/=+$/, ""), "base64url") : null;
+  return BASE64URL.test(text) ? Buffer.from(text, "base64url") : null;
 }
 
 /**

@@ -47,7 +47,7 @@ export const stripe: SchemeVerifier = {
     const signedAt = parseEpoch(parsed.timestamp);
     if (signedAt === null) return reject(401, "invalid_timestamp", "The Stripe-Signature timestamp (t=) must be whole seconds since the epoch.");
     const prefix = `${parsed.timestamp}.`;
-    const expected = partner.secrets.map((secret) => hmac("sha256", Buffer.from(secret, "utf8"), [prefix, rawBody]));
+    const expected = partner.secrets.map((secret) => hmac("sha256", Buffer.from(secret), [prefix, rawBody]));
     if (!matchesAny(expected, parsed.signatures)) {
       return reject(401, "signature_mismatch", "No v1 signature in Stripe-Signature matches this body with any of the partner's current secrets.");
     }
