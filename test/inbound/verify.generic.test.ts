@@ -3,6 +3,8 @@
  * signatures are computed with WebCrypto (crypto.subtle), not with the code under test.
  */
 import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../shared/config.js";
+import { genericHmac, jsonPath } from "../../shared/inbound/verify/genericHmac.js";
 import { parsePartners, verifyWebhook, type PartnerConfig, type VerifyResult } from "../../shared/inbound/verify/index.js";
 
 const NOW = 1_764_000_000;
@@ -94,5 +96,98 @@ describe("generic-hmac", () => {
       expect(code(verdict), body).toBe("400 missing_event_id");
       expect(!verdict.ok && verdict.reason).toMatch(/JSON field data\.id/);
     }
+  });
+
+  it("a timestamp header without a template signs {timestamp}.{body}, as parsePartners and as a bare config", async () => {
+    const config = { secrets: ["s"], signatureHeader: "X-Sig", timestampHeader: "X-Ts", eventIdField: "id" };
+    const body = '{"id":"e1"}';
+    const headers = { "x-sig": (await mac("SHA-256", bytes("s"), bytes(`${NOW}.${body}`))).toString("hex"), "x-ts": String(NOW) };
+    expect(code(verifyWebhook(partner("ts", config), headers, Buffer.from(body), NOW))).toBe("ok");
+    expect(code(verifyWebhook({ name: "ts", scheme: "generic-hmac", ...config }, headers, Buffer.from(body), NOW))).toBe("ok");
+  });
+
+  it("says what each refusal means", async () => {
+    const p = partner("acme", {
+      secrets: ["s"], signatureHeader: "X-Sig", prefix: "sha256=", timestampHeader: "X-Ts", signedPayload: "{id}.{timestamp}.{body}",
+      eventIdHeader: "X-Id", eventTypeHeader: "X-Type",
+    });
+    const body = '{"n":1}';
+    const sig = `sha256=${(await mac("SHA-256", bytes("s"), bytes(`e1.${NOW}.${body}`))).toString("hex")}`;
+    const good = { "x-sig": sig, "x-ts": String(NOW), "x-id": "e1", "x-type": "t" };
+    const reason = (headers: Record<string, string | string[]>, q: PartnerConfig = p) => { const r = verifyWebhook(q, headers, Buffer.from(body), NOW); return r.ok ? "ok" : `${r.status} ${r.code}: ${r.reason}`; };
+    const without = (name: string) => Object.fromEntries(Object.entries(good).filter(([k]) => k !== name));
+    expect(reason(good)).toBe("ok");
+    expect(reason(without("x-ts"))).toBe("401 missing_timestamp: The X-Ts header is missing: the partner signs the time of sending.");
+    expect(reason(without("x-id"))).toBe("401 missing_header: The X-Id header is missing: the event id is part of what is signed.");
+    expect(reason(without("x-sig"))).toBe("401 missing_signature: The X-Sig header is missing: sign the request with one of the partner's secrets.");
+    expect(reason({ ...good, "x-ts": "+1764000000" })).toBe("401 invalid_timestamp: The X-Ts header must be whole seconds since the epoch.");
+    expect(reason({ ...good, "x-ts": "1e3" }, { ...p, timestampUnit: "milliseconds" })).toBe("401 invalid_timestamp: The X-Ts header must be whole milliseconds since the epoch.");
+    expect(reason({ ...good, "x-sig": "sha256=zz" })).toBe("401 malformed_signature: The X-Sig header holds no signature of the form sha256=<hex>.");
+    expect(reason({ ...good, "x-sig": "zz" }, { ...p, prefix: undefined, encoding: "base64" })).toBe("401 malformed_signature: The X-Sig header holds no signature of the form <base64>.");
+    expect(reason({ ...good, "x-sig": `sha256=${"0".repeat(64)}` })).toBe("401 signature_mismatch: No signature in X-Sig matches this body with any of the partner's current secrets.");
+    expect(reason({ ...good, "x-type": ["a", "b"] })).toBe("400 ambiguous_header: The X-Type header was sent more than once; send it exactly once.");
+    expect(reason({ ...good, "x-id": "e".repeat(256) })).toMatch(/^401 signature_mismatch/);
+  });
+
+  it("identify: the id header's absence and an over-long id are 400s naming the header", () => {
+    const p = partner("acme", { secrets: ["s"], signatureHeader: "X-Sig", eventIdHeader: "X-Id" });
+    expect(genericHmac.identify(p, {}, {})).toEqual({ ok: false, status: 400, code: "missing_event_id", reason: "The X-Id header is missing: the partner sends its event id there." });
+    expect(genericHmac.identify(p, { "x-id": "e1" }, {})).toEqual({ id: "e1", idSource: "header X-Id", type: null });
+    expect(genericHmac.identify(partner("b", { secrets: ["s"], signatureHeader: "X-Sig", eventIdField: "data.id", eventTypeField: "data.type" }), {}, { data: { id: "e2", type: "t" } }))
+      .toEqual({ id: "e2", idSource: "JSON field data.id", type: "t" });
+    expect(genericHmac.identify({ name: "c", scheme: "generic-hmac", secrets: ["s"], signatureHeader: "X-Sig" }, {}, { id: "e3" })).toEqual({ id: "e3", idSource: "JSON field id", type: null });
+  });
+
+  it("a partner built without signatureHeader is a configuration error, not a refusal", () => {
+    const bare: PartnerConfig = { name: "bare", scheme: "generic-hmac", secrets: ["s"] };
+    expect(() => verifyWebhook(bare, {}, Buffer.from("{}"), NOW)).toThrow(ConfigError);
+    expect(() => verifyWebhook(bare, {}, Buffer.from("{}"), NOW)).toThrow('Partner "bare": generic-hmac needs signatureHeader; build partners with parsePartners.');
+  });
+
+  it("signatures are separated by spaces or commas, or by spaces only when the prefix holds a comma", async () => {
+    const body = '{"id":"e1"}';
+    const hex = (await mac("SHA-256", bytes("s"), bytes(body))).toString("hex");
+    const b64 = (await mac("SHA-256", bytes("s"), bytes(body))).toString("base64");
+    const plain = partner("plain", { secrets: ["s"], signatureHeader: "X-Sig", eventIdField: "id" });
+    for (const header of [`${"0".repeat(64)},${hex}`, `${"0".repeat(64)} ${hex}`, `${"0".repeat(64)} ,  ${hex}`, `zz,${hex}`]) {
+      expect(code(verifyWebhook(plain, { "x-sig": header }, Buffer.from(body), NOW)), header).toBe("ok");
+    }
+    const comma = partner("comma", { secrets: ["s"], signatureHeader: "X-Sig", prefix: "v1,", encoding: "base64", eventIdField: "id" });
+    expect(code(verifyWebhook(comma, { "x-sig": `v1,${Buffer.alloc(32).toString("base64")}  v1,${b64}` }, Buffer.from(body), NOW))).toBe("ok");
+    expect(code(verifyWebhook(comma, { "x-sig": `v1,${b64}` }, Buffer.from(body), NOW))).toBe("ok");
+  });
+
+  it("only tokens that carry the prefix count: the right digest without it is not a signature", async () => {
+    const body = '{"id":"e1"}';
+    const hex = (await mac("SHA-256", bytes("s"), bytes(body))).toString("hex");
+    const p = partner("pfx", { secrets: ["s"], signatureHeader: "X-Sig", prefix: "sha256=", eventIdField: "id" });
+    expect(code(verifyWebhook(p, { "x-sig": `sha256=${hex}` }, Buffer.from(body), NOW))).toBe("ok");
+    expect(code(verifyWebhook(p, { "x-sig": `sha512=${hex}` }, Buffer.from(body), NOW))).toBe("401 malformed_signature");
+  });
+
+  it("a secret that does not decode is skipped; a UTF-8 secret is its bytes", async () => {
+    const body = '{"id":"e1"}';
+    const key = Buffer.alloc(32, 5);
+    const sig = (await mac("SHA-256", key, bytes(body))).toString("hex");
+    const hexSecrets: PartnerConfig = { name: "h", scheme: "generic-hmac", secrets: ["zz", key.toString("hex")], secretEncoding: "hex", signatureHeader: "X-Sig" };
+    expect(code(verifyWebhook(hexSecrets, { "x-sig": sig }, Buffer.from(body), NOW))).toBe("ok");
+    const utf8 = partner("u", { secrets: ["sécret ✓"], signatureHeader: "X-Sig", eventIdField: "id" });
+    const utf8Sig = (await mac("SHA-256", bytes("sécret ✓"), bytes(body))).toString("hex");
+    expect(code(verifyWebhook(utf8, { "x-sig": utf8Sig }, Buffer.from(body), NOW))).toBe("ok");
+  });
+});
+
+describe("jsonPath", () => {
+  const body = JSON.parse('{"a":{"b":{"c":"deep"},"s":"text","n":null,"list":[{"id":"x"}],"zero":0},"__proto__":{"p":1}}') as unknown;
+  it.each([
+    ["a.b.c", "deep"], ["a.s", "text"], ["a.zero", 0], ["a.n", null], ["__proto__.p", 1],
+    ["a.missing", undefined], ["a.s.length", undefined], ["a.n.x", undefined], ["a.list.0", undefined], ["a.list.0.id", undefined],
+    ["a.b.c.d", undefined], ["toString", undefined], ["a.constructor", undefined], ["a.zero.x", undefined],
+  ])("%s → %j", (path, value) => {
+    expect(jsonPath(body, path)).toEqual(value);
+  });
+
+  it("is undefined on anything but an object at the root", () => {
+    for (const root of [null, undefined, "text", 1, [{ id: 1 }]]) expect(jsonPath(root, "id")).toBeUndefined();
   });
 });
