@@ -142,6 +142,13 @@ describe("generic-hmac", () => {
     const bare: PartnerConfig = { name: "bare", scheme: "generic-hmac", secrets: ["s"] };
     expect(() => verifyWebhook(bare, {}, Buffer.from("{}"), NOW)).toThrow(ConfigError);
     expect(() => verifyWebhook(bare, {}, Buffer.from("{}"), NOW)).toThrow('Partner "bare": generic-hmac needs signatureHeader; build partners with parsePartners.');
+    const signs = (signedPayload: string): PartnerConfig => ({ ...bare, signatureHeader: "X-Sig", signedPayload });
+    expect(() => verifyWebhook(signs("{timestamp}.{body}"), { "x-sig": "00" }, Buffer.from("{}"), NOW)).toThrow(
+      'Partner "bare": signedPayload uses {timestamp}, which needs timestampHeader; build partners with parsePartners.',
+    );
+    expect(() => verifyWebhook(signs("{id}.{body}"), { "x-sig": "00" }, Buffer.from("{}"), NOW)).toThrow(
+      'Partner "bare": signedPayload uses {id}, which needs eventIdHeader; build partners with parsePartners.',
+    );
   });
 
   it("signatures are separated by spaces or commas, or by spaces only when the prefix holds a comma", async () => {
