@@ -74,8 +74,8 @@ function runtimeFiles(cloud: Cloud, name: FunctionName, dependencies: Record<str
 /**
  * On GCP the buildpack runs `npm install` on the function's package.json for the Functions
  * Framework (the bundle must register with that copy), so the framework alone stays external.
- * The functions reach Pub/Sub and Cloud Storage over REST: no Google client library is
- * installed, and anything else they import is bundled, so the bundle size is what deploys.
+ * The Pub/Sub and Cloud Storage clients are bundled like everything else (chunks loaded on first
+ * use), so the bundle size is what deploys.
  */
 const GCP_DEPENDENCIES: Record<string, string> = {
   "@google-cloud/functions-framework": "^5.0.5",
@@ -168,6 +168,9 @@ function externals(cloud: Cloud): string[] {
   return always;
 }
 
+const BANNER = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+const DIRNAME_BANNER = " import { fileURLToPath as __fu } from 'node:url'; import { dirname as __dn } from 'node:path'; const __filename = __fu(import.meta.url); const __dirname = __dn(__filename);";
+
 export async function buildFunctions(outDir = join(root, "dist/functions")): Promise<BuiltFunction[]> {
   const built: BuiltFunction[] = [];
   for (const cloud of CLOUDS) {
@@ -199,8 +202,9 @@ export async function buildFunctions(outDir = join(root, "dist/functions")): Pro
         external: externals(cloud),
         plugins: cloud === "azure" ? [trims, azureTrims] : [trims],
         metafile: true,
-        // Bundled CommonJS dependencies call require(); give ESM output one.
-        banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+        // Bundled CommonJS dependencies call require(); give ESM output one. On GCP google-gax and
+        // grpc-js also name __dirname at load (for proto directories the bundled clients never read).
+        banner: { js: BANNER + (cloud === "gcp" ? DIRNAME_BANNER : "") },
         logLevel: "warning",
       });
       // Beside whichever output file holds migrate.ts (the entry or, with splitting, a chunk).

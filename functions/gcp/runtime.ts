@@ -1,9 +1,11 @@
 /**
  * What the GCP functions share, built once per instance: settings (Secret Manager secrets arrive
  * as environment variables, mounted by the stack), a small pg pool, the Pub/Sub topics and the
- * Cloud Storage claim-check store. Both speak Google's REST APIs (`node:http`, a token from the
- * metadata server): no Google client library is bundled or installed, only the Functions
- * Framework.
+ * Cloud Storage claim-check store. Those two are the official clients (`@google-cloud/pubsub`,
+ * `@google-cloud/storage`, each authenticated by its google-auth-library with the service
+ * account's token from the metadata server), opened by the `GcpConnectors` a registration module
+ * passes in (functions/gcp/connections.ts: ingest and the processor) and loaded on first use: a
+ * publish, a claim-check. Only the Functions Framework is installed by the buildpack.
  *
  * The database: `DATABASE_URL` is the application role's (webhooks_app), opened over the TLS mode
  * the stack sets (`verify-ca` against the Cloud SQL instance's server CA, whose certificate names
@@ -15,10 +17,8 @@ import { loadConfig } from "../../shared/config.js";
 import { databaseTlsShape, openCloudDatabase } from "../../shared/cloud/database.js";
 import type { Database } from "../../shared/db/port.js";
 import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/index.js";
-import { createGcsStore } from "../../shared/objectStore/gcs.js";
 import type { ObjectStore } from "../../shared/objectStore/port.js";
-import { createPubSubPublisher, type PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
-import { metadataAccessToken } from "../../shared/cloud/googleAccessToken.js";
+import type { PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
 import { once } from "../../shared/cloud/once.js";
 import { FunctionConfigError, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
@@ -40,6 +40,8 @@ const shape = {
   WEBHOOKS_STORAGE_API_ENDPOINT: z.optional(z.url()),
   /** host:port of the Pub/Sub emulator (tests, local runs): publishes go there, unauthenticated. */
   PUBSUB_EMULATOR_HOST: z.optional(z.string().check(z.minLength(3))),
+  /** Seconds a publish may take, the client's retries included, before ingest answers 503. Default: 10. */
+  WEBHOOKS_PUBLISH_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.gte(1), z.lte(60)), 10),
   WEBHOOKS_DB_POOL_MAX: poolSize,
   /** Seconds the relay may run (its timeout minus a margin). Default: 240. */
   WEBHOOKS_RELAY_BUDGET_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(10), z.lte(3600)), 240),
@@ -64,14 +66,20 @@ export interface GcpRuntime {
   objectStore(): Promise<ObjectStore | undefined>;
 }
 
-export function createGcpRuntime(env: Record<string, string | undefined> = process.env): GcpRuntime {
+/** How a function opens the clients it uses; the relay and migrate pass neither. Read at first use. */
+export interface GcpConnectors {
+  topic?: (settings: GcpSettings, topic: string) => Promise<PubSubPublisher>;
+  objectStore?: (settings: GcpSettings) => Promise<ObjectStore | undefined>;
+}
+
+export function createGcpRuntime(env: Record<string, string | undefined> = process.env, connectors: GcpConnectors = {}): GcpRuntime {
   const settings = readGcpSettings(env);
   const tuning = loadConfig(env);
-  // One token for Pub/Sub and Cloud Storage, fetched on first use (not used with the emulator or a test endpoint).
-  const accessToken = metadataAccessToken();
   const tls = { tls: settings.WEBHOOKS_DATABASE_TLS, caPem: settings.WEBHOOKS_DATABASE_CA_CERT };
-  const publisher = (topic: string) =>
-    createPubSubPublisher({ projectId: settings.GOOGLE_CLOUD_PROJECT, topic, emulatorHost: settings.PUBSUB_EMULATOR_HOST ?? "", accessToken });
+  const publisher = (topic: string) => {
+    if (!connectors.topic) throw new Error("This function was built without a Pub/Sub client; it cannot publish.");
+    return connectors.topic(settings, topic);
+  };
   return {
     settings,
     logger: createLogger({ name: "webhooks-gcp", level: tuning.LOG_LEVEL }),
@@ -88,19 +96,22 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
       if (!settings.DATABASE_ADMIN_URL) throw new FunctionConfigError("Set DATABASE_ADMIN_URL (the owner's URL, a Secret Manager secret the stack mounts on the migrate function).");
       return openCloudDatabase({ url: settings.DATABASE_ADMIN_URL, ...tls, poolMax: 1, checkSchema: false });
     },
-    // Ingest publishes (REST); the subscriptions belong to the push processor and the DLQ reader.
+    // Ingest publishes; the subscriptions belong to the push processor and the DLQ reader.
     topic: once(async () => publisher(settings.WEBHOOKS_TOPIC)),
     deadLetterTopic: once(async () => (settings.WEBHOOKS_DEAD_LETTER_TOPIC ? publisher(settings.WEBHOOKS_DEAD_LETTER_TOPIC) : undefined)),
-    objectStore: once(async () => {
-      if (!settings.WEBHOOKS_CLAIM_CHECK_BUCKET) return undefined;
-      const endpoint = settings.WEBHOOKS_STORAGE_API_ENDPOINT;
-      return createGcsStore({ bucket: settings.WEBHOOKS_CLAIM_CHECK_BUCKET, ...(endpoint ? { apiEndpoint: endpoint } : { accessToken }) });
-    }),
+    objectStore: once(async () => (connectors.objectStore ? connectors.objectStore(settings) : undefined)),
   };
 }
 
 let shared: GcpRuntime | undefined;
-export function gcpRuntime(): GcpRuntime {
-  shared ??= createGcpRuntime();
+const sharedConnectors: GcpConnectors = {};
+/**
+ * The instance's runtime, made on first use. A deployed bundle registers one function, so the
+ * connectors are that function's; several registrations in one process (the in-process tests)
+ * share one runtime with the union of their connectors.
+ */
+export function gcpRuntime(connectors: GcpConnectors = {}): GcpRuntime {
+  Object.assign(sharedConnectors, connectors);
+  shared ??= createGcpRuntime(process.env, sharedConnectors);
   return shared;
 }

@@ -1,51 +1,62 @@
 /**
- * Claim-check objects in Google Cloud Storage (`gs://bucket/key`), through the JSON API: a
- * single-request media upload and an `alt=media` download, the two calls a claim-check makes.
- * On Google Cloud they carry the service account's token from the metadata server; against
- * another endpoint (a local test peer) they go unauthenticated. No `@google-cloud/storage`: it
- * brought google-auth-library, gaxios and retry machinery to the functions for two requests.
+ * Claim-check objects in Google Cloud Storage (`gs://bucket/key`), through the official client,
+ * `@google-cloud/storage`: a single-request upload (`resumable: false`: claim-checks are at most
+ * tens of MB, written once) whose returned hash the SDK checks against the bytes, and a whole
+ * download. The functions load this module only for a payload over the topic's limit or a
+ * claim-check reference, so the SDK is a chunk loaded on that first use.
+ *
+ * Credentials are the SDK's own (google-auth-library's application default credentials: on Cloud
+ * Run, the service account's token from the metadata server). Against another endpoint (a local
+ * test peer, `apiEndpoint`) the SDK sends no token. Retries are the SDK's: the download, and the
+ * upload only when it is idempotent by its rules (a precondition), so a failed upload reaches the
+ * ingest, which answers 503 and the sender retries.
  */
-import { metadataAccessToken, type AccessTokenProvider } from "../cloud/googleAccessToken.js";
-import { googleErrorText, httpRequest } from "../cloud/httpRequest.js";
+import type { Storage } from "@google-cloud/storage";
 import { ClaimCheckError, parseReference, type ObjectStore } from "./port.js";
 
 export interface GcsStoreOptions {
   bucket: string;
   /** A JSON API root other than Google's (a local test peer): requests go unauthenticated. */
   apiEndpoint?: string;
-  /** Bearer tokens. Default: the metadata server's (`metadataAccessToken`) on Google's endpoint, none on another. */
-  accessToken?: AccessTokenProvider;
   /** Per request. Default: 30 000 ms (claim-checks are the large payloads). */
   timeoutMs?: number;
 }
 
 /** @example const store = await createGcsStore({ bucket: "acme-claim-checks" }); */
 export async function createGcsStore(options: GcsStoreOptions): Promise<ObjectStore> {
-  const root = (options.apiEndpoint ?? "https://storage.googleapis.com").replace(/\/+$/, "");
-  const token = options.accessToken ?? (options.apiEndpoint ? undefined : metadataAccessToken());
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const authorization = async (): Promise<Record<string, string>> => (token ? { authorization: `Bearer ${await token()}` } : {});
+  const sdk = await import("@google-cloud/storage");
+  const storage: Storage = new sdk.Storage({
+    ...(options.apiEndpoint ? { apiEndpoint: options.apiEndpoint.replace(/\/+$/, "") } : {}),
+    timeout: options.timeoutMs ?? 30_000,
+  });
 
   return {
     name: "gcs",
     async put(key, bytes, contentType = "application/octet-stream") {
       const reference = `gs://${options.bucket}/${key}`;
-      const url = `${root}/upload/storage/v1/b/${encodeURIComponent(options.bucket)}/o?uploadType=media&name=${encodeURIComponent(key)}`;
-      const response = await httpRequest(url, { method: "POST", headers: { ...(await authorization()), "content-type": contentType }, body: bytes, timeoutMs });
-      if (response.status !== 200) throw new ClaimCheckError(`Could not store claim-check ${reference}: Cloud Storage answered ${response.status} (${googleErrorText(response)}).`);
+      try {
+        await storage.bucket(options.bucket).file(key).save(bytes, { resumable: false, contentType });
+      } catch (error) {
+        throw new ClaimCheckError(`Could not store claim-check ${reference}: ${answered(error)}.`, { cause: error });
+      }
       return reference;
     },
     async get(reference) {
       const { container, key } = parseReference(reference, "gs");
-      const url = `${root}/storage/v1/b/${encodeURIComponent(container)}/o/${encodeURIComponent(key)}?alt=media`;
-      let response;
       try {
-        response = await httpRequest(url, { headers: await authorization(), timeoutMs });
+        const [bytes] = await storage.bucket(container).file(key).download();
+        return bytes;
       } catch (error) {
-        throw new ClaimCheckError(`Could not read claim-check ${reference}: ${(error as Error).message}`, { cause: error });
+        throw new ClaimCheckError(`Could not read claim-check ${reference}: ${answered(error)}.`, { cause: error });
       }
-      if (response.status !== 200) throw new ClaimCheckError(`Could not read claim-check ${reference}: Cloud Storage answered ${response.status} (${googleErrorText(response)}).`);
-      return response.body;
     },
   };
+}
+
+/** "Cloud Storage answered 404 (No such object: …)", or why no answer came. */
+function answered(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: string };
+  const text = String(message ?? error).split("\n")[0]!.slice(0, 200);
+  const hint = code === 403 || code === 401 ? "; the function's service account needs roles/storage.objectUser on the bucket" : "";
+  return typeof code === "number" && code >= 100 ? `Cloud Storage answered ${code} (${text})${hint}` : `no answer from Cloud Storage (${text})`;
 }

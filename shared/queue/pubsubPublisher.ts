@@ -1,16 +1,17 @@
 /**
- * Publishing to a Pub/Sub topic through its REST API (`POST /v1/projects/P/topics/T:publish`,
- * data base64, attributes as they are), for the GCP ingest function: it only publishes, and
- * `@google-cloud/pubsub` (gRPC, protobuf, gax, google-auth-library) cost it ~2 s on its first
- * publish. On Google Cloud the request carries the service account's token from the metadata
- * server; with PUBSUB_EMULATOR_HOST it goes to the emulator over plain HTTP, unauthenticated (the
- * emulator serves the same REST paths). One attempt per send, no retry loop: a failure reaches
- * the ingest as an error, it answers 503, and the sender retries (as the SDK's retries would, but
- * with the sender's own schedule). Receiving, settling and dead-lettering stay with the SDK
- * adapter (`pubsub.ts`).
+ * Publishing to one Pub/Sub topic with the official client, `@google-cloud/pubsub`, for the GCP
+ * functions: ingest publishes every verified webhook, the processor its dead letters. Only `send`:
+ * receiving, settling and dead-lettering belong to the pull adapter (`pubsub.ts`). The SDK loads on
+ * the first send (dynamic import), so a forged request on a cold instance never loads it.
+ *
+ * The SDK finds its credentials itself (google-auth-library's application default credentials: on
+ * Cloud Run, the service account's token from the metadata server) and honours
+ * PUBSUB_EMULATOR_HOST (plain HTTP to the emulator, unauthenticated). Each message is published at
+ * once (no batching delay: ingest answers only after Pub/Sub took the message), and a publish,
+ * with the SDK's own retries of transient failures, gives up after `timeoutMs`: the ingest then
+ * answers 503 and the sender retries.
  */
-import { metadataAccessToken, type AccessTokenProvider } from "../cloud/googleAccessToken.js";
-import { googleErrorText, httpRequest } from "../cloud/httpRequest.js";
+import type { ClientConfig, Topic } from "@google-cloud/pubsub";
 import type { OutgoingMessage, QueueAdapter, QueueLimits } from "./port.js";
 import { checkOutgoing, definedAttributes, MessageRejectedError } from "./validate.js";
 
@@ -18,22 +19,21 @@ export interface PubSubPublisherOptions {
   projectId: string;
   /** Topic id. */
   topic: string;
-  /** The emulator's host:port (plain HTTP, no token). Default: PUBSUB_EMULATOR_HOST; `""` ignores it. */
+  /** The emulator's host:port (plain HTTP, no token). Default: PUBSUB_EMULATOR_HOST, read by the SDK. */
   emulatorHost?: string;
-  /** Tokens for Google Cloud. Default: the metadata server's (`metadataAccessToken`). */
-  accessToken?: AccessTokenProvider;
-  /** API root off the emulator. Default: https://pubsub.googleapis.com. */
-  endpoint?: string;
-  /** Default: 10 000 ms; the ingest answers 503 after it, so the sender retries. */
+  /** How long one send may take, the SDK's retries included. Default: 10 000 ms; the ingest answers 503 after it. */
   timeoutMs?: number;
+  /** Extra client settings (apiEndpoint, credentials). */
+  clientConfig?: ClientConfig;
 }
 
-export type PubSubPublisher = Pick<QueueAdapter, "name" | "limits" | "send">;
+export type PubSubPublisher = Pick<QueueAdapter, "name" | "limits" | "send"> & { close(): Promise<void> };
 
 /** Pub/Sub refused or lost the publish (the message may not be on the topic). */
 export class PubSubPublishError extends Error {
   override name = "PubSubPublishError";
-  constructor(message: string, readonly status?: number, options?: { cause?: unknown }) {
+  /** The gRPC status code, when Pub/Sub answered (5 NOT_FOUND, 7 PERMISSION_DENIED, 4 DEADLINE_EXCEEDED, …). */
+  constructor(message: string, readonly code?: number, options?: { cause?: unknown }) {
     super(message, options);
   }
 }
@@ -41,11 +41,17 @@ export class PubSubPublishError extends Error {
 const MAX_ACK_DEADLINE = 600;
 const MAX_ATTRIBUTE_VALUE_BYTES = 1024;
 /**
- * Pub/Sub takes 10 MB of message data, but a JSON publish request is limited to 10 MiB as sent,
- * and the data travels base64 (4/3 larger): 7.5 MB of message is what fits, with room for the
- * attributes and the JSON around them. Anything larger goes by claim-check.
+ * Largest message published; anything larger goes by claim-check. Pub/Sub takes 10 MB per publish
+ * request, data and attributes together; 7.5 MB leaves room for the attributes and the request's
+ * framing, and it is the figure the GCP stack's capacity checks use (stacks/gcp/capacity.ts). (It
+ * was REST's limit: a JSON publish carries the data base64-encoded within 10 MiB.)
  */
 export const REST_MAX_MESSAGE_BYTES = 7_500_000;
+
+/** gRPC status codes a publish failure is explained by. */
+const NOT_FOUND = 5;
+const PERMISSION_DENIED = 7;
+const UNAUTHENTICATED = 16;
 
 /** Pub/Sub's own rules on top of the port's checks; throws MessageRejectedError. */
 export function checkPublishable(message: OutgoingMessage, limits: QueueLimits, label: string): void {
@@ -65,35 +71,45 @@ export function checkPublishable(message: OutgoingMessage, limits: QueueLimits, 
  * const { id } = await topic.send({ body: JSON.stringify(event), attributes: { partner: "shop" } });
  */
 export function createPubSubPublisher(options: PubSubPublisherOptions): PubSubPublisher {
-  const emulatorHost = options.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
-  const root = emulatorHost ? `http://${emulatorHost}` : (options.endpoint ?? "https://pubsub.googleapis.com");
-  const token = emulatorHost ? undefined : (options.accessToken ?? metadataAccessToken());
   const topicName = `projects/${options.projectId}/topics/${options.topic}`;
-  const url = `${root}/v1/projects/${encodeURIComponent(options.projectId)}/topics/${encodeURIComponent(options.topic)}:publish`;
   const label = `Pub/Sub topic ${topicName}`;
   const limits: QueueLimits = { maxMessageBytes: REST_MAX_MESSAGE_BYTES, maxDelaySeconds: MAX_ACK_DEADLINE, maxVisibilitySeconds: MAX_ACK_DEADLINE };
+  const timeout = options.timeoutMs ?? 10_000;
+  let opened: Promise<{ topic: Topic; close(): Promise<void> }> | undefined;
+
+  async function open() {
+    const { PubSub } = await import("./pubsubSdk.js");
+    const emulator = options.emulatorHost ? { apiEndpoint: options.emulatorHost, emulatorMode: true } : {};
+    const pubsub = new PubSub({ projectId: options.projectId, ...emulator, ...options.clientConfig });
+    // On the emulator there are no credentials to find: naming the universe spares google-auth its
+    // probe of the GCE metadata server (seconds of DNS timeouts and a MetadataLookupWarning).
+    if (pubsub.isEmulator) pubsub.options.universeDomain ??= "googleapis.com";
+    // One message per publish request, sent at once; `timeout` bounds the call with its retries (google-gax).
+    const topic = pubsub.topic(options.topic, { batching: { maxMessages: 1, maxMilliseconds: 0 }, gaxOpts: { timeout } });
+    return { topic, close: () => pubsub.close() };
+  }
 
   return {
     name: "pubsub",
     limits,
     async send(message) {
       checkPublishable(message, limits, label);
-      const headers: Record<string, string> = { "content-type": "application/json" };
-      if (token) headers.authorization = `Bearer ${await token()}`;
-      const body = JSON.stringify({ messages: [{ data: Buffer.from(message.body, "utf8").toString("base64"), attributes: definedAttributes(message.attributes) }] });
-      let response;
+      const attempt = (opened ??= open().catch((error: unknown) => { opened = undefined; throw error; }));
+      const { topic } = await attempt;
       try {
-        response = await httpRequest(url, { method: "POST", headers, body, timeoutMs: options.timeoutMs });
+        return { id: await topic.publishMessage({ data: Buffer.from(message.body, "utf8"), attributes: definedAttributes(message.attributes) }) };
       } catch (error) {
-        throw new PubSubPublishError(`${label}: publish got no answer (${(error as Error).message})`, undefined, { cause: error });
+        const code = (error as { code?: unknown }).code;
+        const hint = code === NOT_FOUND ? "; does the topic exist?"
+          : code === PERMISSION_DENIED || code === UNAUTHENTICATED ? "; the function's service account needs roles/pubsub.publisher on the topic"
+          : "";
+        throw new PubSubPublishError(`${label}: publish failed (${(error as Error).message})${hint}`, typeof code === "number" ? code : undefined, { cause: error });
       }
-      if (response.status !== 200) {
-        const hint = response.status === 404 ? "; does the topic exist?" : response.status === 401 || response.status === 403 ? "; the function's service account needs roles/pubsub.publisher on the topic" : "";
-        throw new PubSubPublishError(`${label}: publish answered ${response.status} (${googleErrorText(response)})${hint}`, response.status);
-      }
-      const id = (JSON.parse(response.body.toString("utf8")) as { messageIds?: string[] }).messageIds?.[0];
-      if (!id) throw new PubSubPublishError(`${label}: publish answered 200 without a message id`, 200);
-      return { id };
+    },
+    async close() {
+      const current = opened;
+      opened = undefined;
+      if (current) await (await current).close();
     },
   };
 }

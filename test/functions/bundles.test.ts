@@ -93,3 +93,25 @@ describe("Azure function bundles", () => {
     }
   });
 });
+
+describe("GCP function bundles", () => {
+  const PUBSUB = /node_modules\/(@google-cloud\/pubsub|google-gax|@grpc\/grpc-js)\//;
+  const STORAGE = /node_modules\/@google-cloud\/storage\//;
+
+  it("ingest and the processor carry @google-cloud/pubsub and @google-cloud/storage, in chunks loaded on first use", () => {
+    for (const name of ["ingest", "processor"]) {
+      expect(has(`gcp/${name}`, PUBSUB), name).toBe(true);
+      expect(has(`gcp/${name}`, STORAGE), name).toBe(true);
+      expect(has(`gcp/${name}`, PUBSUB, "atImport"), name).toBe(false);
+      expect(has(`gcp/${name}`, STORAGE, "atImport"), name).toBe(false);
+    }
+  });
+
+  it("the relay and migrate carry neither client", () => {
+    for (const name of ["relay", "migrate"]) {
+      expect(has(`gcp/${name}`, PUBSUB), name).toBe(false);
+      expect(has(`gcp/${name}`, STORAGE), name).toBe(false);
+      expect(has(`gcp/${name}`, /node_modules\/(google-auth-library|gaxios)\//), name).toBe(false);
+    }
+  });
+});

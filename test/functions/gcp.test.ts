@@ -19,6 +19,7 @@ import "../../functions/gcp/processor.js";
 import "../../functions/gcp/relay.js";
 import "../../functions/gcp/migrate.js";
 import { ingestHttp, migrateHttp } from "../../functions/gcp/handlers.js";
+import { topicAndClaimChecks } from "../../functions/gcp/connections.js";
 import { createGcpRuntime, gcpRuntime } from "../../functions/gcp/runtime.js";
 import { inlineMessage } from "../../shared/cloud/inboundMessage.js";
 import { openPostgres } from "../../shared/db/postgres.js";
@@ -132,7 +133,7 @@ beforeAll(async () => {
   const migrated = await fetch(`${url.migrate}/`, { method: "POST" });
   if (migrated.status !== 200) throw new Error(`migrate answered ${migrated.status}: ${await migrated.text()}`);
   // The same ingest code with the publisher pointed at a port nothing listens on.
-  const down = createGcpRuntime({ ...process.env, PUBSUB_EMULATOR_HOST: await deadHost() });
+  const down = createGcpRuntime({ ...process.env, PUBSUB_EMULATOR_HOST: await deadHost(), WEBHOOKS_PUBLISH_TIMEOUT_SECONDS: "2" }, topicAndClaimChecks);
   http("ingest-emulator-down", (req, res) => ingestHttp(down, req, res));
   await serve("ingest-emulator-down");
   removeTopics = await createPushTopology(topic, `${url.processor}/`);

@@ -1,8 +1,10 @@
 /**
- * A Cloud Storage TEST PEER, not an emulator: no Cloud Storage emulator runs on this machine, so
- * this in-process HTTP server answers the JSON-API calls a claim-check makes: an upload (media,
- * as shared/objectStore/gcs.ts sends it, or multipart, as `@google-cloud/storage` does) and an
- * `alt=media` download. It models buckets as in-memory maps and nothing else (no ACLs,
+ * A Cloud Storage TEST PEER, not an emulator: no Cloud Storage emulator runs on this machine
+ * (Google ships none; fake-gcs-server is not installed here), so this in-process HTTP server
+ * answers the JSON-API calls a claim-check makes through `@google-cloud/storage`
+ * (shared/objectStore/gcs.ts): a multipart upload (`resumable: false`; a media upload too) and an
+ * `alt=media` download. The client is the official SDK, so what the peer must accept is what
+ * Google's own code sends; what the peer answers is our reading of the service. It models buckets as in-memory maps and nothing else (no ACLs,
  * generations, resumable uploads, auth).
  */
 import { createServer, type Server } from "node:http";
