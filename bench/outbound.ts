@@ -27,6 +27,7 @@ import { cpuBound, targetNeeds, type Cost } from "./outbound/budget.js";
 import { measureCeiling } from "./outbound/ceiling.js";
 import { runGraphile } from "./outbound/graphile.js";
 import { runOurs } from "./outbound/ours.js";
+import { BASELINE_COMMIT, loadBaseline } from "./outbound/baseline.js";
 import { type ReceiverStats, type RunResult, startReceiver } from "./outbound/support.js";
 import { measureTransport } from "./outbound/transportOnly.js";
 import { median, printTable } from "./table.js";
@@ -38,12 +39,15 @@ const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 5);
 
 interface Sample { perSecond: number; cpuUsPerEvent: number; dbCpuUsPerEvent: number | null; rxCpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
 /** `rx` reads the receiver's stats, so each run records the receiver's CPU over its own window. */
-interface Contender { name: string; kind: "ours" | "graphile" | "reference" | "diagnostic"; run: (url: string, rx: ReceiverStats) => Promise<Sample> }
+interface Contender { name: string; kind: "ours" | "baseline" | "graphile" | "reference" | "diagnostic"; run: (url: string, rx: ReceiverStats) => Promise<Sample> }
 
 const C = CONNECTIONS;
-const contenders: Contender[] = [
+const baseline = await loadBaseline();
+const allContenders: Contender[] = [
   // The relay's defaults (concurrency 1024, batch 500, 2 completion writers), HTTP capped at the connections.
   { name: `our relay, defaults (concurrency 1024, batch 500, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx }).then(fromRun) },
+  // The same before the flow control (fair claims, in-flight limits: issue 15), read from git.
+  { name: `our relay before flow control (${BASELINE_COMMIT.slice(0, 7)}), defaults`, kind: "baseline", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx, baseline }).then(fromRun) },
   // Holding fewer: a crash holds up at most 256 deliveries for a lease, for some throughput.
   { name: `our relay, concurrency 256, batch 250 (fewer re-sends after a crash)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
@@ -59,6 +63,9 @@ const contenders: Contender[] = [
     notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`, `autocannon CPU (this process) ${Math.round(r.cpuMsPerEvent * 1000)} µs per request; ${postCheck(r.receiver, r.total)}`],
   })) },
 ];
+
+/** BENCH_ONLY=flow runs only our relay's defaults against the baseline (the flow-control check, a shorter run). */
+const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2) : allContenders;
 
 function fromRun(r: RunResult): Sample {
   const us = (ms: number | null) => (ms === null ? null : ms * 1000);
@@ -82,10 +89,14 @@ async function main() {
   try {
     // Warm-up round on a tenth of the work (JIT, PostgreSQL caches); discarded.
     await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 1024, 500);
-    await runGraphile(receiver.url, Math.ceil(EVENTS / 10), C, C + 1);
-    await measureCeiling(receiver.url, C, 1);
+    await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 1024, 500, { baseline });
+    if (contenders === allContenders) {
+      await runGraphile(receiver.url, Math.ceil(EVENTS / 10), C, C + 1);
+      await measureCeiling(receiver.url, C, 1);
+    }
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const c of contenders) {
+      // ABBA: every other round runs the contenders in reverse, so none always runs first or last.
+      for (const c of round % 2 === 1 ? contenders : [...contenders].reverse()) {
         const s = await c.run(receiver.url, receiver.stats);
         samples.get(c)!.push(s);
         process.stdout.write(`  round ${round}: ${c.name}: ${fmt(s.perSecond)}/s\n`);
@@ -93,6 +104,7 @@ async function main() {
     }
   } finally {
     await receiver.stop();
+    baseline.remove();
   }
   console.log(`load average at start ${startLoad}, at end ${load()} (cores: ${availableParallelism()}); a shared machine skews every row, the interleaved medians less so`);
 
@@ -116,6 +128,13 @@ async function main() {
   console.log("");
   printTable(rows);
   console.log(`CPU bound = ${cores} cores × 1e6 / (process + PostgreSQL + receiver µs/event): the rate if CPU were the only limit, every core 100 % busy with this work`);
+
+  // The flow-control check (issue 15): today's defaults against the relay before it, same run.
+  const [now, before] = [allContenders[0]!, allContenders[1]!];
+  const perRound = samples.get(now)!.map((s, i) => s.perSecond / samples.get(before)!.at(i)!.perSecond);
+  const flow = med(now) / med(before);
+  console.log(`\nflow control: ours (defaults) / before flow control: ${(flow * 100).toFixed(1)}% (rounds: ${perRound.map((r) => `${(r * 100).toFixed(0)}%`).join(", ")})   target >= 95%: ${flow >= 0.95 ? "met" : "NOT met"}`);
+  if (contenders !== allContenders) return;
 
   const best = (kind: Contender["kind"]) => contenders.filter((c) => c.kind === kind).reduce((a, b) => (med(a) >= med(b) ? a : b));
   const ours = best("ours");

@@ -10,6 +10,7 @@ import { enqueueMany } from "../../shared/outbound/enqueue.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import type { Baseline } from "./baseline.js";
 import { cpuMsSince, databaseCpu, eventData, freshDatabase, receiverWindow, type ReceiverStats, runResult, type RunResult, waitFor } from "./support.js";
 
 
@@ -63,10 +64,11 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
  *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
  * @param options.receiver reads the receiver's CPU, so its cost over the relay phase is recorded too.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats; baseline?: Baseline } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
+    await options.baseline?.prepare(db);
     await createSubscription(db, { url: `${receiverUrl}/ours`, eventTypes: ["bench.*"] });
     // Enqueued the way graphile-worker's jobs are added below (its batch API, `addJobs`, 500 per
     // call, one call after another): `enqueueMany`, 500 events per transaction.
@@ -94,7 +96,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     };
     let delivered = 0;
     let failed = 0;
-    const relay = createRelay({
+    const relay = (options.baseline?.createRelay ?? createRelay)({
       db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200, completionWriters: options.completionWriters, httpConcurrency: options.httpConcurrency ?? connections,
       onCompleted: (completions) => {
         for (const c of completions) {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from "pino";
 import type { Database } from "../db/port.js";
-import { leaseWrite } from "./sql/claimDeliveries.js";
+import { leaseWrite, renewHolds } from "./sql/claimDeliveries.js";
 import { renewLeases } from "./sql/renewLeases.js";
 import type { ClaimedDelivery } from "./types.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
@@ -22,8 +22,12 @@ export interface LeaseKeeper {
   renewWhileHeld(): () => Promise<void>;
 }
 
-export function createLeaseKeeper(options: { db: Database; leaseSeconds: number; maxHoldMs: number; logger?: Logger }): LeaseKeeper {
-  const { db, leaseSeconds, maxHoldMs, logger } = options;
+/**
+ * @param options.relayId the relay's row in outbound_relay_holds: its expiry is pushed on at every
+ *   check while the relay holds deliveries, so its in-flight count runs out only with its leases.
+ */
+export function createLeaseKeeper(options: { db: Database; leaseSeconds: number; maxHoldMs: number; logger?: Logger; relayId?: string }): LeaseKeeper {
+  const { db, leaseSeconds, maxHoldMs, logger, relayId } = options;
   const holding = new Map<string, { delivery: ClaimedDelivery; claimedAt: number; leasedAt: number }>();
   const renewEveryMs = (leaseSeconds * 1000) / 3;
 
@@ -50,6 +54,10 @@ export function createLeaseKeeper(options: { db: Database; leaseSeconds: number;
       // this one, once unstuck) takes them. A late completion of ours is then rejected as stale.
       logger?.warn({ deliveries: overdue.length, maxHoldSeconds: maxHoldMs / 1000 }, "deliveries held past maxHoldSeconds: their leases are left to run out");
       letGo(overdue);
+    }
+    if (relayId && holding.size > 0) {
+      await leaseWrite(db, (tx) => renewHolds(tx, relayId, leaseSeconds))
+        .catch((error) => failuresOf(logger).record("relay:renew", "error", { err: error }, "renewing the relay's in-flight count failed; retrying at the next check"));
     }
     if (due.length === 0) return;
     try {

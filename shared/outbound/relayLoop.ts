@@ -26,7 +26,7 @@ export interface RelayLoopCallbacks<C, R> {
   onError(error: unknown, stage: "claim" | "complete" | "release"): void;
 }
 
-export interface RelayLoopOptions {
+export interface RelayLoopOptions<C = unknown> {
   /** Most items claimed in one query. */
   batchSize: number;
   /** Most items held at once (in flight plus awaiting the completion write). */
@@ -47,6 +47,14 @@ export interface RelayLoopOptions {
   completionBatch?: number;
   /** Most claims running at once. Default: 2. */
   claimers?: number;
+  /**
+   * The group an item belongs to (its subscription). Turns go round the groups with items waiting,
+   * one at a time, and a group never has more than `turnsFor(group)` items processing: a group
+   * whose items hang holds at most that many turns. Default: all items in one group.
+   */
+  keyOf?: (item: C) => string;
+  /** Most items of one group processing at once; read at every turn (it may adapt). Default: no cap. */
+  turnsFor?: (key: string) => number;
 }
 
 export interface RelayLoop {
@@ -57,9 +65,11 @@ export interface RelayLoop {
   stop(): Promise<void>;
   /** Items currently held. */
   readonly held: number;
+  /** Items of one group held and not finished (waiting for a turn, or processing). */
+  unfinished(key: string): number;
 }
 
-export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, options: RelayLoopOptions): RelayLoop {
+export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, options: RelayLoopOptions<C>): RelayLoop {
   let running = false;
   let held = 0;
   let buffer: R[] = [];
@@ -122,17 +132,38 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
 
   const processLimit = Math.max(1, Math.min(options.processConcurrency ?? options.concurrency, options.concurrency));
   let processing = 0;
-  /** Held items not started yet: waiting for a processing turn. */
-  let waiting: C[] = [];
+  const keyOf = options.keyOf ?? (() => "");
+  const turnsFor = options.turnsFor ?? (() => Infinity);
+  /**
+   * Held items not started yet, per group, waiting for a processing turn. The map's order is the
+   * turn order: a group that got a turn moves to the back.
+   */
+  const waiting = new Map<string, C[]>();
+  const processingByKey = new Map<string, number>();
 
   const startWaiting = () => {
-    while (processing < processLimit && waiting.length > 0) {
-      const item = waiting.shift()!;
-      processing += 1;
-      void run(item).finally(() => {
-        processing -= 1;
-        startWaiting();
-      });
+    let progressed = true;
+    while (processing < processLimit && waiting.size > 0 && progressed) {
+      progressed = false;
+      for (const [key, items] of waiting) {
+        if (processing >= processLimit) break;
+        const busy = processingByKey.get(key) ?? 0;
+        if (busy >= Math.max(1, turnsFor(key))) continue;
+        const item = items.shift()!;
+        waiting.delete(key);
+        if (items.length > 0) waiting.set(key, items); // to the back of the turn order
+        processing += 1;
+        processingByKey.set(key, busy + 1);
+        progressed = true;
+        void run(item).finally(() => {
+          processing -= 1;
+          const left = (processingByKey.get(key) ?? 1) - 1;
+          if (left > 0) processingByKey.set(key, left);
+          else processingByKey.delete(key);
+          startWaiting();
+        });
+        break; // the map changed under the iteration: start again from the front
+      }
     }
   };
 
@@ -181,7 +212,12 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       return;
     }
     held += items.length;
-    waiting.push(...items);
+    for (const item of items) {
+      const key = keyOf(item);
+      const queue = waiting.get(key);
+      if (queue) queue.push(item);
+      else waiting.set(key, [item]);
+    }
     startWaiting();
   };
 
@@ -217,6 +253,9 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
     get held() {
       return held;
     },
+    unfinished(key) {
+      return (waiting.get(key)?.length ?? 0) + (processingByKey.get(key) ?? 0);
+    },
     start() {
       if (running) return;
       running = true;
@@ -228,8 +267,8 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       wake();
       await loopDone;
       // Items still waiting for a turn were never started: give them back rather than send them now.
-      const unstarted = waiting;
-      waiting = [];
+      const unstarted = [...waiting.values()].flat();
+      waiting.clear();
       if (unstarted.length > 0) {
         await callbacks.release(unstarted).catch((error) => callbacks.onError(error, "release"));
         held -= unstarted.length;

@@ -32,6 +32,7 @@ export function createOutboundRelay(
     },
     batchSize: overrides.batchSize ?? config.OUTBOUND_BATCH_SIZE,
     concurrency: config.OUTBOUND_CONCURRENCY,
+    maxInFlight: config.OUTBOUND_MAX_IN_FLIGHT,
     leaseSeconds: config.OUTBOUND_LEASE_SECONDS,
     pollIntervalMs: config.OUTBOUND_POLL_INTERVAL_MS,
   });

@@ -156,11 +156,12 @@ describeEachBackend("outbound leases", (ctx) => {
     }
   }, 60_000);
 
-  it("a runOnce pass renews its leases too, for as long as its HTTP turns take", async () => {
+  it("a runOnce pass renews its leases too, for as long as its attempts take", async () => {
     receiver = await startReceiver(() => ({ status: 200, delay: 1200 }));
     const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
     for (let j = 0; j < 4; j++) await enqueue(ctx.db, { id: `pass-${j}`, type: "a.b", data: { j } });
-    const relay = createRelay({ db: ctx.db, transport, batchSize: 4, concurrency: 4, httpConcurrency: 1, leaseSeconds: 1 });
+    // A pass sends one round of each subscription's turns (here all 4 at once), each longer than a lease.
+    const relay = createRelay({ db: ctx.db, transport, batchSize: 4, concurrency: 4, httpConcurrency: 4, initialHttpConcurrency: 4, leaseSeconds: 1 });
     const pass = relay.runOnce();
     await waitFor("the first request", () => receiver!.received.length > 0, 10_000, 10);
     const stolen: string[] = [];

@@ -6,8 +6,10 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { prepared, preparedName } from "../../shared/db/prepared.js";
-import { enqueue } from "../../shared/outbound/enqueue.js";
-import { claimDueDeliveries } from "../../shared/outbound/sql/claimDeliveries.js";
+import { enqueue, enqueueMany } from "../../shared/outbound/enqueue.js";
+import { createSubscription } from "../../shared/outbound/subscriptions.js";
+import { resetOutbound } from "./support/receiver.js";
+import { claimDueDeliveries, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
 import { describeEachBackend } from "../support/databases.js";
 
 describe("prepared statement registry", () => {
@@ -23,14 +25,25 @@ describe("prepared statement registry", () => {
 });
 
 describeEachBackend("hot statements", (ctx) => {
-  it("the claim runs as a named, prepared statement on our own PostgreSQL connections", async () => {
-    const names = await ctx.db.transaction(async (tx) => {
-      await claimDueDeliveries(tx, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID() });
-      // pg_prepared_statements lists this connection's statements: the claim just ran on it.
-      return (await tx.query<{ name: string }>("SELECT name FROM pg_prepared_statements ORDER BY name")).rows.map((r) => r.name);
+  it("the claim runs as two named, prepared statements on our own PostgreSQL connections, on their generic plans", async () => {
+    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/plan", eventTypes: ["claimplan.*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, Array.from({ length: 12 }, (_, i) => ({ id: `claimplan-${i}`, type: "claimplan.test", data: i }))));
+    // In leaseWrite, as the relay claims (it sets the plan cache mode with the commit mode).
+    const plans = await leaseWrite(ctx.db, async (tx) => {
+      for (let i = 0; i < 10; i++) {
+        expect(await claimDueDeliveries(tx, { limit: 1, leaseSeconds: 60, leaseToken: randomUUID(), shares: new Map([[sub.id, 1]]) })).toHaveLength(1);
+      }
+      // pg_prepared_statements lists this connection's statements: the claims just ran on it.
+      return (await tx.query<{ name: string; generic: string; custom: string }>(
+        "SELECT name, generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name LIKE 'outbound_claim_%' ORDER BY name",
+      )).rows;
     });
-    if (ctx.backend === "postgres") expect(names).toContain("outbound_claim_due");
-    else expect(names).not.toContain("outbound_claim_due");
+    await resetOutbound(ctx.db);
+    if (ctx.backend === "pglite") return expect(plans).toEqual([]);
+    expect(plans.map((p) => p.name)).toEqual(["outbound_claim_due", "outbound_claim_lock"]);
+    // The first five runs are planned for their values; a claim keeping its own plans after that
+    // would pay the planning (as long as running it) on every claim.
+    for (const p of plans) expect(Number(p.generic), p.name).toBeGreaterThanOrEqual(5);
   });
 
   // PostgreSQL keeps re-planning a prepared statement while a plan for the actual values looks

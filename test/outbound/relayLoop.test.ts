@@ -46,6 +46,38 @@ function harness(total: number, options: { failCompletes?: number; slow?: number
 }
 
 describe("relay loop (no database)", () => {
+  it("turns go round the groups: a group whose items hang holds at most its turns, the others run meanwhile", async () => {
+    // Items 0–99 belong to "stuck" (they hang until released), 100–119 to "quick".
+    const queue = [...Array.from({ length: 100 }, (_, i) => i), ...Array.from({ length: 20 }, (_, i) => 100 + i)];
+    let unhang!: () => void;
+    const hang = new Promise<void>((r) => { unhang = r; });
+    const busy = new Map<string, number>();
+    let mostStuck = 0;
+    const completed: number[] = [];
+    const key = (n: number) => (n < 100 ? "stuck" : "quick");
+    const loop = createRelayLoop<number, number>({
+      claim: async (limit) => queue.splice(0, limit),
+      async process(n) {
+        busy.set(key(n), (busy.get(key(n)) ?? 0) + 1);
+        mostStuck = Math.max(mostStuck, busy.get("stuck") ?? 0);
+        await (n < 100 ? hang : new Promise((r) => setTimeout(r, 1)));
+        busy.set(key(n), busy.get(key(n))! - 1);
+        return n;
+      },
+      complete: async (results) => { completed.push(...results); },
+      release: async () => {},
+      onError: () => {},
+    }, { batchSize: 200, concurrency: 200, processConcurrency: 16, pollIntervalMs: 5, shutdownTimeoutMs: 5000, keyOf: key, turnsFor: (k) => (k === "stuck" ? 3 : 8) });
+    loop.start();
+    await waitFor("the quick group done while the stuck one hangs", () => completed.filter((n) => n >= 100).length === 20);
+    expect(completed.filter((n) => n < 100)).toEqual([]);
+    expect(mostStuck).toBe(3);
+    expect(loop.unfinished("stuck")).toBe(100); // 3 processing, 97 waiting for a turn
+    unhang();
+    await waitFor("all done", () => completed.length === 120);
+    await loop.stop();
+  });
+
   it("processes everything, never holding more than `concurrency` items", async () => {
     const h = harness(200);
     const loop = createRelayLoop(h.callbacks, { batchSize: 50, concurrency: 8, pollIntervalMs: 5, shutdownTimeoutMs: 5000 });

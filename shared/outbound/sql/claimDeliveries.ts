@@ -2,6 +2,10 @@
 import type { Database, Queryable, Transaction } from "../../db/port.js";
 import { prepared } from "../../db/prepared.js";
 import type { ClaimedDelivery } from "../types.js";
+import { randomUUID } from "node:crypto";
+
+/** Deliveries of one subscription leased at once across all relays, unless it sets `maxInFlight` (OUTBOUND_MAX_IN_FLIGHT). */
+export const DEFAULT_MAX_IN_FLIGHT = 512;
 
 interface ClaimRow {
   id: string;
@@ -12,6 +16,7 @@ interface ClaimRow {
   body: string;
   attempts: number;
   max_attempts: number | null;
+  headers: Record<string, string>;
 }
 
 /**
@@ -25,7 +30,11 @@ interface ClaimRow {
  */
 export function leaseWrite<T>(db: Database, write: (tx: Transaction) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await tx.query("SET LOCAL synchronous_commit = off");
+    // Also: the prepared claim keeps its generic plan. PostgreSQL otherwise re-plans it for the
+    // values while that plan's estimate looks cheaper (a small claim), paying the planning (as long
+    // as running it) on every claim; the generic plan is the one shaped for it (EXPLAINed in
+    // docs/outbound.md). One statement for both settings: one round trip.
+    await tx.query("SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)");
     return write(tx);
   });
 }
@@ -40,16 +49,14 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
     body: row.body,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
+    headers: row.headers,
     leaseToken,
     probe,
   };
 }
 
-/**
- * The end both claims share: take the lease ($2 token, $3 seconds) on the rows whose ids `ids`
- * selects, found by primary key, and join the event body and subscription to the rows returned.
- */
-const leaseAndLoad = (ids: string) => `claimed AS (
+/** Takes the lease ($2 token, $3 seconds) on the rows whose ids `ids` selects, found by primary key. */
+const lease = (ids: string) => `claimed AS (
      UPDATE outbound_deliveries d
      SET lease_token = $2::uuid,
          lease_expires_at = now() + $3::float8 * interval '1 second',
@@ -57,49 +64,172 @@ const leaseAndLoad = (ids: string) => `claimed AS (
          updated_at = now()
      WHERE d.id = ANY (ARRAY(${ids}))
      RETURNING d.id, d.event_id, d.subscription_id, d.attempts
-   )
-   SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts
+   )`;
+
+/** Joins the event body and subscription to the rows just leased. */
+const LOAD = `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
    JOIN outbound_subscriptions s ON s.id = c.subscription_id`;
 
+/** The end both claims share: lease the rows `ids` selects and load what sending them needs. */
+const leaseAndLoad = (ids: string) => `${lease(ids)}
+   ${LOAD}`;
+
 /** No relay holds the row: never leased, or its lease ran out. */
 const NO_LIVE_LEASE = (row: string) => `(${row}.lease_expires_at IS NULL OR ${row}.lease_expires_at <= now())`;
 
-const CLAIM_DUE = prepared("outbound_claim_due", `WITH ${leaseAndLoad(`
-       SELECT due.id
-       FROM outbound_deliveries due
-       JOIN outbound_subscriptions s ON s.id = due.subscription_id
-       WHERE due.status = 'pending' AND due.next_attempt_at <= now() AND ${NO_LIVE_LEASE("due")}
-         AND s.status <> 'disabled'
-       ORDER BY due.next_attempt_at
-       LIMIT $1
-       FOR UPDATE OF due SKIP LOCKED`)}`);
+/** Who may be claimed for: healthy enough, not paused, with a due delivery no lease holds. */
+const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `SELECT s.id
+   FROM outbound_subscriptions s
+   WHERE s.status <> 'disabled' AND s.paused_at IS NULL AND s.id <> ALL ($1::text[])
+     -- A scalar sub-select, not EXISTS (which would drop the ORDER BY): ordered, it walks the
+     -- due-by-subscription index, never the subscription's dead letters.
+     AND (
+       SELECT true FROM outbound_deliveries d
+       WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= now() AND ${NO_LIVE_LEASE("d")}
+       ORDER BY d.next_attempt_at
+       LIMIT 1
+     )
+   ORDER BY s.id
+   FOR NO KEY UPDATE OF s`);
 
 /**
- * Claims up to `limit` due deliveries of subscriptions that are not disabled, oldest due first.
- * SKIP LOCKED lets relays claim side by side without waiting on each other; the lease
- * (`lease_token`, `lease_expires_at`) hides the row from other claims until it runs out (then, the
- * holder having died, it is due again). The lease columns are in no index, so a claim is a HOT
- * update (migration 005); the price is that leased rows stay at the head of the due index, and
- * each claim steps over them (at most the relays' `concurrency`, read from cached pages).
- *
- * Shape, for the planner: the ids are picked in an `ARRAY(...)` sub-select (an InitPlan, run once)
- * that walks the partial index `outbound_deliveries_due` in order and stops at the limit; the UPDATE
- * then finds those rows by primary key, and the event body and subscription are joined to the few
- * rows returned. Joining them inside the UPDATE instead (`UPDATE … FROM due, events, subscriptions`)
- * let the planner hash the whole deliveries table on every claim (a sequential scan: ~60 ms at
- * 20 000 rows against ~10 ms this way, and growing with every delivered row kept).
+ * The claim proper, for the subscriptions the first statement locked ($5). Parameters: $1 most rows,
+ * $2 lease token, $3 lease seconds, $4 relay id, $6 default max_in_flight, $7 default share of one
+ * subscription in this claim, $8/$9 this relay's own share per subscription, $10/$11 deliveries this
+ * relay wrote or released per subscription since its last claim.
  */
-export async function claimDueDeliveries(
-  q: Queryable,
-  options: { limit: number; leaseSeconds: number; leaseToken: string },
-): Promise<ClaimedDelivery[]> {
-  const { rows } = await q.query<ClaimRow>(
-    CLAIM_DUE,
-    [options.limit, options.leaseToken, options.leaseSeconds],
-  );
-  return rows.map((r) => toClaimed(r, options.leaseToken, false));
+const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
+     SELECT * FROM unnest($10::text[], $11::int[]) AS done(id, n)
+   ),
+   share AS (
+     SELECT * FROM unnest($8::text[], $9::int[]) AS share(id, n)
+   ),
+   room AS (
+     SELECT s.id, LEAST(
+         COALESCE(s.max_in_flight, $6::int) - COALESCE((
+           SELECT sum(CASE WHEN h.relay_id = $4::uuid THEN h.held - COALESCE((SELECT done.n FROM done WHERE done.id = s.id), 0) ELSE h.held END)
+           FROM outbound_relay_holds h
+           WHERE h.subscription_id = s.id AND h.expires_at > now()
+         ), 0),
+         COALESCE((SELECT share.n FROM share WHERE share.id = s.id), $7::int)) AS n
+     FROM outbound_subscriptions s
+     WHERE s.id = ANY ($5::text[])
+   ),
+   picked AS (
+     SELECT p.id, p.subscription_id
+     FROM room
+     CROSS JOIN LATERAL (
+       SELECT due.id, due.subscription_id, due.next_attempt_at
+       FROM outbound_deliveries due
+       WHERE due.subscription_id = room.id AND due.status = 'pending' AND due.next_attempt_at <= now() AND ${NO_LIVE_LEASE("due")}
+       ORDER BY due.next_attempt_at
+       LIMIT GREATEST(room.n, 0)
+       FOR UPDATE OF due SKIP LOCKED
+     ) p
+     ORDER BY p.next_attempt_at
+     LIMIT $1
+   ),
+   ${lease("SELECT id FROM picked")},
+   counted AS (
+     -- This relay's holds: what it just claimed, less what it has finished. Rows in id order, so two
+     -- claims of one relay writing its rows at once never deadlock.
+     INSERT INTO outbound_relay_holds (subscription_id, relay_id, held, expires_at)
+     SELECT x.id, $4::uuid, x.n, now() + $3::float8 * interval '1 second'
+     FROM (
+       SELECT id, sum(n)::int AS n
+       FROM (SELECT subscription_id AS id, 1 AS n FROM claimed UNION ALL SELECT id, -n FROM done) AS u
+       GROUP BY id
+       ORDER BY id
+     ) AS x
+     ON CONFLICT (subscription_id, relay_id) DO UPDATE SET
+       held = CASE WHEN outbound_relay_holds.expires_at > now() THEN outbound_relay_holds.held ELSE 0 END + excluded.held,
+       expires_at = excluded.expires_at
+   )
+   ${LOAD}`);
+
+export interface ClaimRequest {
+  /** Most deliveries in all. */
+  limit: number;
+  leaseSeconds: number;
+  leaseToken: string;
+  /** This relay's id in outbound_relay_holds (one per relay). Default: a new random one. */
+  relayId?: string;
+  /** max_in_flight of the subscriptions that set none (OUTBOUND_MAX_IN_FLIGHT). Default: DEFAULT_MAX_IN_FLIGHT. */
+  defaultMaxInFlight?: number;
+  /** Most deliveries of one subscription in this claim, unless `shares` names it. Default: `limit`. */
+  perSubscription?: number;
+  /** This relay's own cap per subscription for this claim (0: skip it). */
+  shares?: ReadonlyMap<string, number>;
+  /** Deliveries of each subscription written or released since this relay's last claim. */
+  done?: ReadonlyMap<string, number>;
+}
+
+/**
+ * Claims due deliveries of subscriptions that are neither disabled nor paused, fairly: each
+ * subscription gets at most its share of the claim (its oldest due deliveries), and never more
+ * than its `max_in_flight` leased at once across every relay sharing the database; the shares
+ * together are cut to `limit`, oldest due first. A backlog thus fills neither a claim nor a relay.
+ *
+ * Two statements in the caller's transaction (leaseWrite). The first locks the subscriptions with
+ * due work, in id order: claims that could count the same subscription take turns, and the
+ * second statement, starting after the lock, sees every hold committed before it (one statement
+ * would count with the snapshot taken before it waited). What is leased is counted in
+ * outbound_relay_holds, one row per relay and subscription (see migration 011): this relay's row
+ * gets what it claims now, less what it finished since its last claim.
+ *
+ * SKIP LOCKED on the deliveries lets relays claim side by side; the lease (`lease_token`,
+ * `lease_expires_at`) hides the row from other claims until it runs out. The lease columns are in
+ * no index, so a claim is a HOT update (migration 005); leased rows stay at the head of their
+ * subscription's due index, and each claim steps over them (at most that subscription's leases).
+ * The ids are picked in an `ARRAY(...)` sub-select (an InitPlan, run once); the UPDATE then finds
+ * those rows by primary key, and the event body and subscription are joined to the few rows
+ * returned (joining inside the UPDATE let the planner hash the whole deliveries table).
+ */
+export async function claimDueDeliveries(q: Queryable | Database, request: ClaimRequest): Promise<ClaimedDelivery[]> {
+  // The two statements must share a transaction (the lock must last until the claim is written).
+  if ("transaction" in q) return leaseWrite(q, (tx) => claimDueDeliveries(tx, request));
+  const tx = q;
+  const skipped = [...(request.shares ?? [])].filter(([, n]) => n <= 0).map(([id]) => id);
+  const { rows: due } = await tx.query<{ id: string }>(LOCK_DUE_SUBSCRIPTIONS, [skipped]);
+  const done = [...(request.done ?? [])].filter(([, n]) => n > 0);
+  if (due.length === 0 && done.length === 0) return [];
+  const shares = [...(request.shares ?? [])];
+  const { rows } = await tx.query<ClaimRow>(CLAIM_DUE, [
+    request.limit, request.leaseToken, request.leaseSeconds, request.relayId ?? randomUUID(), due.map((r) => r.id),
+    request.defaultMaxInFlight ?? DEFAULT_MAX_IN_FLIGHT, request.perSubscription ?? request.limit,
+    shares.map(([id]) => id), shares.map(([, n]) => n),
+    done.map(([id]) => id), done.map(([, n]) => n),
+  ]);
+  return rows.map((r) => toClaimed(r, request.leaseToken, false));
+}
+
+const REPORT_DONE = prepared("outbound_holds_done", `UPDATE outbound_relay_holds h
+   SET held = h.held - d.n
+   FROM unnest($2::text[], $3::int[]) AS d(id, n)
+   WHERE h.relay_id = $1::uuid AND h.subscription_id = d.id`);
+
+/** Takes finished deliveries off this relay's holds without claiming (a relay stopping, or going idle). */
+export async function reportDone(q: Queryable, relayId: string, done: ReadonlyMap<string, number>): Promise<void> {
+  const entries = [...done].filter(([, n]) => n > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (entries.length === 0) return;
+  await q.query(REPORT_DONE, [relayId, entries.map(([id]) => id), entries.map(([, n]) => n)]);
+}
+
+const RENEW_HOLDS = prepared("outbound_holds_renew", `UPDATE outbound_relay_holds
+   SET expires_at = now() + $2::float8 * interval '1 second'
+   WHERE relay_id = $1::uuid AND held > 0`);
+
+/** Keeps this relay's holds counted while it still holds deliveries (they run out with its leases). */
+export async function renewHolds(q: Queryable, relayId: string, leaseSeconds: number): Promise<void> {
+  await q.query(RENEW_HOLDS, [relayId, leaseSeconds]);
+}
+
+/** Forgets holds of relays long gone, and rows of nothing held (one per relay run and subscription). */
+export async function forgetHolds(q: Queryable): Promise<number> {
+  const { rowCount } = await q.query("DELETE FROM outbound_relay_holds WHERE held <= 0 OR expires_at < now() - interval '10 minutes'");
+  return rowCount ?? 0;
 }
 
 const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (

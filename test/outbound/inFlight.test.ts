@@ -1,0 +1,128 @@
+/**
+ * Per-subscription in-flight limits across relays, and fair claims (issue 15, Must-show 2): the
+ * limit is counted in the claim (outbound_relay_holds), so it holds for any number of relays on one
+ * database, and a subscription's backlog never takes a whole claim.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { openDatabase } from "../../shared/db/open.js";
+import type { Database } from "../../shared/db/port.js";
+import { createRelay, createSubscription, enqueueMany, type Relay } from "../../shared/outbound/index.js";
+import { claimDueDeliveries, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
+import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { describeEachBackend } from "../support/databases.js";
+import { resetOutbound, startReceiver, waitFor, type Receiver } from "./support/receiver.js";
+
+const events = (prefix: string, n: number, type = "a.b") => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, type, data: { i } }));
+const setMaxInFlight = (db: Database, id: string, n: number) => db.query("UPDATE outbound_subscriptions SET max_in_flight = $2 WHERE id = $1", [id, n]);
+
+describeEachBackend("in-flight limits and fair claims", (ctx) => {
+  let transport: Transport;
+  let receiver: Receiver | undefined;
+  const relays: Relay[] = [];
+  const pools: Database[] = [];
+  beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
+  afterAll(() => transport?.close());
+  afterEach(async () => {
+    await Promise.all(relays.splice(0).map((r) => r.stop()));
+    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await receiver?.close();
+    receiver = undefined;
+    await resetOutbound(ctx.db);
+    await ctx.db.query("DELETE FROM outbound_relay_holds");
+  });
+
+  /** A relay's own database handle: its own pool on PostgreSQL (as separate processes would have), the one PGlite otherwise. */
+  const dbForRelay = async () => {
+    if (!ctx.url) return ctx.db;
+    const db = await openDatabase({ databaseUrl: ctx.url, poolSize: 4 });
+    pools.push(db);
+    return db;
+  };
+
+  it("four relays on one database: a subscription limited to 3 in flight never has more than 3 requests at its receiver", async () => {
+    let most = 0;
+    let seen = 0;
+    receiver = await startReceiver(() => {
+      // Every request is held for a while, so `inFlight` counts those not yet answered; + 1 is this one.
+      most = Math.max(most, receiver!.inFlight + 1);
+      seen += 1;
+      return { status: 200, delay: 15 };
+    });
+    const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    await setMaxInFlight(ctx.db, sub.id, 3);
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("limited", 60)));
+    let delivered = 0;
+    for (let i = 0; i < 4; i++) {
+      const relay = createRelay({
+        db: await dbForRelay(), transport, pollIntervalMs: 20, httpConcurrency: 8, initialHttpConcurrency: 8,
+        onCompleted: (cs) => { delivered += cs.filter((c) => c.decision.status === "delivered").length; },
+      });
+      relays.push(relay);
+    }
+    await Promise.all(relays.map((r) => r.start()));
+    await waitFor("all 60 delivered", () => delivered >= 60, 60_000);
+    expect(seen).toBe(60);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBe(3); // the limit was reached, not merely never approached
+  }, 90_000);
+
+  it("a subscription without its own limit gets the relays' default (OUTBOUND_MAX_IN_FLIGHT)", async () => {
+    let most = 0;
+    receiver = await startReceiver(() => {
+      most = Math.max(most, receiver!.inFlight + 1);
+      return { status: 200, delay: 15 };
+    });
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("default", 30)));
+    let delivered = 0;
+    for (let i = 0; i < 2; i++) {
+      relays.push(createRelay({
+        db: await dbForRelay(), transport, pollIntervalMs: 20, maxInFlight: 2, httpConcurrency: 8, initialHttpConcurrency: 8,
+        onCompleted: (cs) => { delivered += cs.length; },
+      }));
+    }
+    await Promise.all(relays.map((r) => r.start()));
+    await waitFor("all 30 delivered", () => delivered >= 30, 60_000);
+    expect(most).toBe(2);
+  }, 90_000);
+
+  it("a claim takes at most a share of one subscription's backlog, so a later subscription's delivery is in the same claim", async () => {
+    const backlog = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/backlog", eventTypes: ["old.*"] });
+    const other = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/other", eventTypes: ["new.*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("old", 50, "old.x")));
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("new", 1, "new.x")));
+    const claimed = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), perSubscription: 4 });
+    const bySub = (id: string) => claimed.filter((d) => d.subscriptionId === id).map((d) => d.eventId);
+    expect(bySub(backlog.id)).toHaveLength(4);
+    expect(bySub(other.id)).toEqual(["new-0"]);
+    // A relay's own share per subscription overrides the default; 0 skips the subscription.
+    const next = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), perSubscription: 4, shares: new Map([[backlog.id, 2]]) });
+    expect(next.map((d) => d.subscriptionId)).toEqual([backlog.id, backlog.id]);
+    expect(await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), shares: new Map([[backlog.id, 0]]) })).toEqual([]);
+  });
+
+  it("max_in_flight counts every relay's leases; finished deliveries free room at the relay's next claim; a dead relay's count runs out with its leases", async () => {
+    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/x", eventTypes: ["*"] });
+    await setMaxInFlight(ctx.db, sub.id, 3);
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("counted", 20)));
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    const claim = (relayId: string, options: { leaseSeconds?: number; done?: Map<string, number> } = {}) =>
+      leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, { limit: 10, leaseSeconds: options.leaseSeconds ?? 60, leaseToken: randomUUID(), relayId, done: options.done }));
+    expect(await claim(a)).toHaveLength(3);
+    expect(await claim(b)).toHaveLength(0); // A holds all 3
+    // A finished 2: its next claim takes them off and fills the room itself.
+    expect(await claim(a, { done: new Map([[sub.id, 2]]) })).toHaveLength(2);
+    expect(await claim(b)).toHaveLength(0);
+    // A reports one more done and claims nothing (limit 0): B gets that room.
+    await leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, { limit: 0, leaseSeconds: 60, leaseToken: randomUUID(), relayId: a, done: new Map([[sub.id, 1]]) }));
+    expect(await claim(b, { leaseSeconds: 0.3 })).toHaveLength(1);
+    // A's remaining 2 and B's 1: full. B then dies; its lease and its count run out together.
+    expect(await claim(c)).toHaveLength(0);
+    const taken = await waitFor("B's count to run out", async () => {
+      const got = await claim(c);
+      return got.length > 0 ? got : null;
+    }, 10_000, 50);
+    expect(taken).toHaveLength(1);
+  });
+});
