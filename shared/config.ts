@@ -51,9 +51,10 @@ const schema = z.object({
   OUTBOUND_CONCURRENCY: intFrom(1, 1024, 1024),
   /**
    * Outbound: deliveries of one subscription leased at once across every relay (waiting for an HTTP
-   * turn, in flight, or awaiting their write), for subscriptions that set no `maxInFlight`. Default: 512.
+   * turn, in flight, or awaiting their write), for subscriptions that set no `maxInFlight`. A relay
+   * keeps far fewer of an endpoint that is slow or hangs (docs/outbound.md#flow-control). Default: 1024.
    */
-  OUTBOUND_MAX_IN_FLIGHT: intFrom(1, 10_000, 512),
+  OUTBOUND_MAX_IN_FLIGHT: intFrom(1, 10_000, 1024),
   /** Outbound relay: lease length in seconds, renewed while held; how long a crashed relay's deliveries wait. Default: 60. */
   OUTBOUND_LEASE_SECONDS: intFrom(5, 3600, 60),
   /** Outbound relay: backstop poll when no NOTIFY arrives, in ms. Default: 1000. */

@@ -27,6 +27,8 @@ export interface AdaptiveConcurrencyOptions {
 export interface ConcurrencyLimits {
   /** The current limit of `subscriptionId` (a whole number ≥ 1). */
   limitOf(subscriptionId: string): number;
+  /** Recent attempt latency of `subscriptionId` in ms (a moving average), or null before its first. */
+  latencyOf(subscriptionId: string): number | null;
   /** Records an attempt's outcome; `startedAt` is when it started (performance.now()). */
   record(subscriptionId: string, outcome: Pick<DeliveryOutcome, "result" | "status">, startedAt: number, now?: number): void;
   /** Subscriptions with a state (seen recently). */
@@ -37,6 +39,7 @@ export interface ConcurrencyLimits {
 
 interface State {
   limit: number;
+  latencyMs: number | null;
   ssthresh: number;
   lastDecreaseAt: number;
   touchedAt: number;
@@ -55,7 +58,7 @@ export function createConcurrencyLimits(options: AdaptiveConcurrencyOptions = {}
   const states = new Map<string, State>();
   const stateOf = (id: string, now: number) => {
     let s = states.get(id);
-    if (!s) states.set(id, (s = { limit: initial, ssthresh: max, lastDecreaseAt: -Infinity, touchedAt: now }));
+    if (!s) states.set(id, (s = { limit: initial, latencyMs: null, ssthresh: max, lastDecreaseAt: -Infinity, touchedAt: now }));
     return s;
   };
   return {
@@ -63,9 +66,12 @@ export function createConcurrencyLimits(options: AdaptiveConcurrencyOptions = {}
       const s = states.get(id);
       return s ? Math.max(1, Math.floor(s.limit)) : initial;
     },
+    latencyOf: (id) => states.get(id)?.latencyMs ?? null,
     record(id, outcome, startedAt, now = performance.now()) {
       const s = stateOf(id, now);
       s.touchedAt = now;
+      const took = Math.max(0, now - startedAt);
+      s.latencyMs = s.latencyMs === null ? took : s.latencyMs * 0.8 + took * 0.2;
       if (!isOverload(outcome)) {
         s.limit = Math.min(max, s.limit + (s.limit < s.ssthresh ? 1 : 1 / s.limit));
         return;

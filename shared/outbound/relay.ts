@@ -27,11 +27,14 @@ export const DEFAULT_HTTP_CONCURRENCY = 64;
 export { DEFAULT_MAX_IN_FLIGHT };
 
 /**
- * A relay keeps at most this many rounds of HTTP turns of a subscription claimed and unfinished
- * (waiting for a turn or in flight): enough to keep its turns busy while the next claim runs, and
- * little for an endpoint that hangs (its limit falls to 1).
+ * How far ahead a relay claims a subscription's deliveries: what the endpoint gets through in this
+ * long at its current limit and latency (Little's law), plus one round of its turns. Enough to keep
+ * a fast endpoint's turns busy while the next claims run (a claim every few to tens of ms), and
+ * next to nothing for an endpoint that hangs (limit 1, latency the timeout).
  */
-const ROUNDS_AHEAD = 4;
+const CLAIM_AHEAD_MS = 250;
+/** Rounds of turns claimed for a subscription whose latency is not known yet (a new one). */
+const ROUNDS_AHEAD_UNKNOWN = 4;
 
 export interface RelayOptions {
   db: Database;
@@ -65,7 +68,7 @@ export interface RelayOptions {
   initialHttpConcurrency?: number;
   /**
    * Deliveries of one subscription leased at once across every relay sharing the database, for
-   * subscriptions that set no `maxInFlight` (the platform: OUTBOUND_MAX_IN_FLIGHT). Default: 512.
+   * subscriptions that set no `maxInFlight` (the platform: OUTBOUND_MAX_IN_FLIGHT). Default: 1024.
    */
   maxInFlight?: number;
   /**
@@ -137,10 +140,16 @@ export function createRelay(options: RelayOptions): Relay {
       done.set(d.subscriptionId, (done.get(d.subscriptionId) ?? 0) + 1);
     }
   };
-  /** Rounds of a subscription's turns claimed ahead: ROUNDS_AHEAD for the loop, 1 for a pass (one round of attempts). */
-  let roundsAhead = ROUNDS_AHEAD;
-  /** How many more of a subscription's deliveries this relay takes now: a few rounds of its turns. */
-  const shareOf = (subscriptionId: string) => roundsAhead * limits.limitOf(subscriptionId) - loop.unfinished(subscriptionId);
+  /** Set by a pass (runOnce): it claims one round of each subscription's turns, all it sends. */
+  let oneRound = false;
+  /** How many more of a subscription's deliveries this relay takes now (see CLAIM_AHEAD_MS). */
+  const shareOf = (subscriptionId: string) => {
+    const limit = limits.limitOf(subscriptionId);
+    if (oneRound) return limit;
+    const latency = limits.latencyOf(subscriptionId);
+    const ahead = latency === null ? ROUNDS_AHEAD_UNKNOWN * limit : Math.ceil(limit * (1 + CLAIM_AHEAD_MS / Math.max(1, latency)));
+    return Math.min(concurrency, ahead) - loop.unfinished(subscriptionId);
+  };
 
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
@@ -288,7 +297,7 @@ export function createRelay(options: RelayOptions): Relay {
         const done = leases.renewWhileHeld();
         let claimed: ClaimedDelivery[];
         try {
-          roundsAhead = 1; // a pass lasts one attempt timeout at most: one round of each subscription's turns
+          oneRound = true; // a pass lasts one attempt timeout at most: one round of each subscription's turns
           claimed = await claimHeld(batchSize);
           await complete(await attemptAll(claimed));
           await reportFinished();

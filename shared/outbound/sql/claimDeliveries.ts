@@ -5,7 +5,7 @@ import type { ClaimedDelivery } from "../types.js";
 import { randomUUID } from "node:crypto";
 
 /** Deliveries of one subscription leased at once across all relays, unless it sets `maxInFlight` (OUTBOUND_MAX_IN_FLIGHT). */
-export const DEFAULT_MAX_IN_FLIGHT = 512;
+export const DEFAULT_MAX_IN_FLIGHT = 1024;
 
 interface ClaimRow {
   id: string;

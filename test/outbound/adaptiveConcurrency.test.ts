@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { createConcurrencyLimits, isOverload } from "../../shared/outbound/adaptiveConcurrency.js";
+
+const ok = { result: "delivered" as const, status: 204 };
+const timeout = { result: "retryable" as const, status: null };
+const unavailable = { result: "retryable" as const, status: 503 };
+
+describe("adaptive concurrency (AIMD per subscription)", () => {
+  it("what counts as overload: timeouts, network errors, 5xx, 408, 429; not 2xx nor other 4xx", () => {
+    expect([timeout, unavailable, { result: "retryable", status: 429 }, { result: "retryable", status: 408 }].map(isOverload)).toEqual([true, true, true, true]);
+    expect([ok, { result: "permanent", status: 400 }, { result: "gone", status: 410 }, { result: "permanent", status: null }].map(isOverload)).toEqual([false, false, false, false]);
+  });
+
+  it("a burst of 64 concurrent failures halves the limit once, not 64 times", () => {
+    const limits = createConcurrencyLimits({ initial: 64, max: 64 });
+    // 64 attempts started together at t=0 and failed within ~50 ms.
+    for (let i = 0; i < 64; i++) limits.record("s", unavailable, 0, 1000 + i);
+    expect(limits.limitOf("s")).toBe(32);
+  });
+
+  it("an endpoint that hangs goes 8 → 4 → 2 → 1 over three rounds of timeouts, and never below 1", () => {
+    const limits = createConcurrencyLimits({ initial: 8, max: 64 });
+    const seen: number[] = [];
+    let t = 0;
+    for (let round = 0; round < 5; round++) {
+      const started = t;
+      t += 3000; // each round's attempts run to the timeout
+      for (let i = 0; i < limits.limitOf("s"); i++) limits.record("s", timeout, started, t + i);
+      seen.push(limits.limitOf("s"));
+      t += 10;
+    }
+    expect(seen).toEqual([4, 2, 1, 1, 1]);
+  });
+
+  it("recovers by slow start to half the old limit (doubling per round trip), then one per round trip", () => {
+    const limits = createConcurrencyLimits({ initial: 64, max: 64 });
+    limits.record("s", unavailable, 0, 10); // 64 → 32, ssthresh 32
+    expect(limits.limitOf("s")).toBe(32);
+    for (let i = 0; i < 32; i++) limits.record("s", ok, 20, 30);
+    // Above ssthresh: +1/limit per answer, so a round trip of ~32 answers adds one.
+    expect(limits.limitOf("s")).toBe(32);
+    for (let i = 0; i < 33; i++) limits.record("s", ok, 20, 30);
+    expect(limits.limitOf("s")).toBe(33);
+    const fresh = createConcurrencyLimits({ initial: 8, max: 64 });
+    for (let i = 0; i < 8; i++) fresh.record("t", ok, 0, 1);
+    expect(fresh.limitOf("t")).toBe(16); // slow start: one round trip of 8 answers doubles it
+    for (let i = 0; i < 200; i++) fresh.record("t", ok, 0, 1);
+    expect(fresh.limitOf("t")).toBe(64); // capped at max
+  });
+
+  it("keeps a latency average per subscription and forgets idle ones", () => {
+    const limits = createConcurrencyLimits();
+    expect(limits.latencyOf("s")).toBeNull();
+    limits.record("s", ok, 0, 10);
+    limits.record("s", ok, 0, 20);
+    expect(limits.latencyOf("s")).toBeCloseTo(12);
+    limits.forgetIdle(1000, 5000);
+    expect([...limits.known()]).toEqual([]);
+    expect(limits.limitOf("s")).toBe(8);
+  });
+});
