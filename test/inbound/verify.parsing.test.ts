@@ -4,6 +4,7 @@
  * lists every form that must pass and every near miss that must not.
  */
 import { describe, expect, it } from "vitest";
+import { eventIdFrom, eventTypeFrom, parseJsonObject } from "../../shared/inbound/verify/body.js";
 import { indexHeaders, isRejection, readHeader, requireHeader } from "../../shared/inbound/verify/headers.js";
 import { decodeStrict, hmac, matchesAny } from "../../shared/inbound/verify/hmac.js";
 import { checkFreshness, parseEpoch } from "../../shared/inbound/verify/timestamp.js";
@@ -250,5 +251,54 @@ describe("isRejection", () => {
     ["a JSON body with other fields", { id: "evt_1", type: "a" }, false],
   ])("%s → %s", (_label, value, expected) => {
     expect(isRejection(value)).toBe(expected);
+  });
+});
+
+describe("the body and the event id", () => {
+  const json = (text: string) => Buffer.from(text);
+  it.each<[string, Buffer, string]>([
+    ["empty", Buffer.alloc(0), "The body is empty; a webhook body must be a JSON object."],
+    ["a byte order mark", Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]), "The body starts with a byte order mark; send JSON in UTF-8 without a BOM."],
+    ["ef bb then not bf", Buffer.from([0xef, 0xbb, 0x20, 0x7b, 0x7d]), "The body is not valid UTF-8; JSON must be sent in UTF-8."],
+    ["ef then not bb", Buffer.from([0xef, 0x20, 0xbf, 0x7b, 0x7d]), "The body is not valid UTF-8; JSON must be sent in UTF-8."],
+    ["bb bf without ef", Buffer.from([0x20, 0xbb, 0xbf, 0x7b, 0x7d]), "The body is not valid UTF-8; JSON must be sent in UTF-8."],
+    ["null", json("null"), "The body is JSON but not an object; a webhook body must be a JSON object."],
+    ["an array", json("[]"), "The body is JSON but not an object; a webhook body must be a JSON object."],
+    ["a number", json("1"), "The body is JSON but not an object; a webhook body must be a JSON object."],
+  ])("refuses a body that is %s", (_label, body, reason) => {
+    expect(parseJsonObject(body)).toEqual({ ok: false, status: 400, code: "invalid_json", reason });
+  });
+
+  it("reads an object, whitespace and non-ASCII included", () => {
+    expect(parseJsonObject(json(' \n{"a":"é✓"}'))).toEqual({ a: "é✓" });
+  });
+
+  it.each([
+    ["a string", "evt_1", "evt_1"], ["a safe integer", 12345, "12345"], ["zero", 0, "0"], ["255 characters", "e".repeat(255), "e".repeat(255)],
+  ])("accepts an id that is %s", (_label, id, text) => {
+    expect(eventIdFrom({ id, idSource: "JSON field id", type: null })).toBe(text);
+  });
+
+  it.each([
+    ["missing", undefined, "it is missing"], ["null", null, "found null"], ["an object", { x: 1 }, "found object"], ["a boolean", true, "found boolean"],
+    ["a fraction", 1.5, "found number"], ["an unsafe integer", 2 ** 53, "found number"], ["empty", "", "found string"], ["blank", "  \t", "found string"],
+  ])("refuses an id that is %s, saying what was found", (_label, id, found) => {
+    expect(eventIdFrom({ id, idSource: "JSON field data.id", type: null })).toEqual({
+      ok: false, status: 400, code: "missing_event_id",
+      reason: `No event id in JSON field data.id (${found}); the partner's event id is required to de-duplicate, and none is invented.`,
+    });
+  });
+
+  it.each([["256 characters", "e".repeat(256)], ["a control character", "a\u0000b"], ["DEL", "a\u007fb"], ["a newline", "a\nb"]])("refuses an id with %s", (_label, id) => {
+    expect(eventIdFrom({ id, idSource: "header X-Id", type: null })).toEqual({
+      ok: false, status: 400, code: "invalid_event_id", reason: "The event id in header X-Id must be at most 255 characters without control characters.",
+    });
+  });
+
+  it.each([
+    ["a type", "order.paid", "order.paid"], ["255 characters", "t".repeat(255), "t".repeat(255)], ["256 characters", "t".repeat(256), null],
+    ["empty", "", null], ["a number", 42, null], ["missing", undefined, null], ["null", null, null],
+  ])("the event type: %s → %s", (_label, type, result) => {
+    expect(eventTypeFrom(type)).toBe(result);
   });
 });

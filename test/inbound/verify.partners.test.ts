@@ -107,3 +107,67 @@ describe("loadPartners", () => {
     expect(errorOf(() => loadPartners({ PARTNERS: "{}", PARTNERS_FILE: file })).message).toContain("set only one of them");
   });
 });
+
+describe("parsePartners: every field's accepted forms and near misses", () => {
+  const generic = { scheme: "generic-hmac", secrets: ["s"], signatureHeader: "X-Sig", eventIdField: "id" };
+  const ok = (config: Record<string, unknown>, name = "p") => parsePartners(JSON.stringify({ [name]: config })).get(name);
+
+  it.each([["a"], ["stripe"], ["x-y_z"], ["0abc"], ["a".repeat(64)]])("accepts the name %s", (name) => {
+    expect(ok({ scheme: "github", secrets: ["s"] }, name)?.name).toBe(name);
+  });
+
+  it.each([["a".repeat(65)], ["stripe!"], ["-x"], ["_x"], ["Stripe"], ["a b"], [""]])("refuses the name %j", (name) => {
+    expect(messageFor({ [name]: { scheme: "github", secrets: ["s"] } })).toContain(`partner "${name}": the name must be 1-64 lowercase letters`);
+  });
+
+  it.each([
+    [{ encoding: "hex" }], [{ encoding: "base64" }], [{ encoding: "base64url" }], [{ algorithm: "sha256" }], [{ algorithm: "sha512" }], [{ algorithm: "sha1" }],
+    [{ secretEncoding: "utf8" }], [{ secretEncoding: "base64", secrets: ["c2VjcmV0"] }], [{ secretEncoding: "hex", secrets: ["00ff"] }],
+    [{ timestampHeader: "X-Ts", timestampUnit: "seconds" }], [{ timestampHeader: "X-Ts", timestampUnit: "milliseconds" }],
+    [{ eventIdField: "data.object.id" }], [{ eventIdField: "a.b" }], [{ eventTypeField: "event.type" }], [{ eventTypeHeader: "X-Type" }],
+    [{ eventIdField: undefined, eventIdHeader: "X-Id", signedPayload: "{id}.{body}" }], [{ prefix: "v1=" }], [{ timestampHeader: "X-Ts", toleranceSeconds: 86_400 }],
+  ])("accepts %o", (extra) => {
+    expect(ok({ ...generic, ...extra })).toMatchObject(Object.fromEntries(Object.entries(extra).filter(([, v]) => v !== undefined)));
+  });
+
+  it.each([
+    [{ eventIdField: ".id" }, "eventIdField: must be a dotted path"], [{ eventIdField: "id." }, "eventIdField: must be a dotted path"],
+    [{ eventIdField: "data. id" }, "eventIdField: must be a dotted path"], [{ eventIdField: "data id" }, "eventIdField: must be a dotted path"],
+    [{ eventTypeHeader: "X-Type", eventTypeField: "type" }, "eventTypeHeader: set at most one of eventTypeHeader or eventTypeField"],
+    [{ signedPayload: "{}.{body}" }, "signedPayload: unknown placeholder {}; use {body}, {timestamp} and {id}"],
+    [{ signedPayload: "{body}.{body}" }, "signedPayload: must contain {body} exactly once"],
+    [{ toleranceSeconds: "60" }, "toleranceSeconds: "],
+    [{ timestampHeader: "X-Ts", timestampUnit: "minutes" }, "timestampUnit: "],
+  ])("refuses %o", (extra, message) => {
+    const text = messageFor({ g: { ...generic, ...extra } });
+    expect(text).toContain(`partner "g" (generic-hmac): ${message}`);
+    expect(text).not.toContain("is required");
+  });
+
+  it("Standard Webhooks secrets: at least 16 key bytes, and at least one secret", () => {
+    const sixteen = `whsec_${Buffer.alloc(16, 1).toString("base64")}`;
+    expect(ok({ scheme: "standard-webhooks", secrets: [sixteen] })?.secrets).toEqual([sixteen]);
+    expect(messageFor({ a: { scheme: "standard-webhooks", secrets: [`whsec_${Buffer.alloc(15, 1).toString("base64")}`] } })).toContain("secrets[0]: must be whsec_ followed by the base64 of at least 16 bytes");
+    expect(messageFor({ a: { scheme: "standard-webhooks", secrets: [] } })).toContain(`partner "a" (standard-webhooks): secrets: list at least one secret (two during a rotation)`);
+  });
+
+  it("names every unknown field", () => {
+    expect(messageFor({ gh: { scheme: "github", secrets: ["s"], foo: 1, bar: 2 } })).toContain(`partner "gh" (github): unknown fields "foo", "bar" (check the spelling; see docs/inbound-partners.md)`);
+  });
+
+  it("refuses a partner that is not an object, and a top level that is not one", () => {
+    for (const entry of [null, [], 5]) expect(messageFor({ a: entry })).toContain(`partner "a": must be an object with scheme and secrets`);
+    for (const json of ["null", "5", '"text"']) expect(errorOf(() => parsePartners(json)).message).toContain("PARTNERS must be a JSON object keyed by partner name");
+  });
+
+  it("lists each problem on its own line, and keeps the cause of a JSON or file error", () => {
+    expect(messageFor({ a: { scheme: "stripe", secrets: [] }, b: { scheme: "github", secrets: [] } })).toBe(
+      "Invalid PARTNERS:\n" +
+        '- partner "a" (stripe): secrets: list at least one secret (two during a rotation)\n' +
+        '- partner "b" (github): secrets: list at least one secret (two during a rotation)\n' +
+        "Fix the partner configuration and start again.",
+    );
+    expect(errorOf(() => parsePartners("{bad")).cause).toBeInstanceOf(SyntaxError);
+    expect(errorOf(() => loadPartners({ PARTNERS_FILE: "/nonexistent/partners.json" })).cause).toMatchObject({ code: "ENOENT" });
+  });
+});

@@ -19,7 +19,7 @@ const verifyTests = ["test/inbound/verify.parsing.test.ts", "test/inbound/verify
 
 export const MODULES: MutationModule[] = [
   { file: "shared/outbound/destinationPolicy.ts", tests: ["test/outbound/destinationPolicy.test.ts"] },
-  { file: "shared/outbound/signature.ts", tests: ["test/outbound/signature.test.ts"] },
+  { file: "shared/outbound/signature.ts", tests: ["test/outbound/signature.test.ts"], ci: true },
   { file: "shared/inbound/verify/hmac.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"], ci: true },
   { file: "shared/inbound/verify/timestamp.ts", tests: verifyTests, ci: true },
   { file: "shared/inbound/verify/headers.ts", tests: verifyTests },
@@ -27,4 +27,6 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/verify/stripe.ts", tests: ["test/inbound/verify.senders.test.ts"] },
   { file: "shared/inbound/verify/standardWebhooks.ts", tests: ["test/inbound/verify.senders.test.ts"] },
   { file: "shared/inbound/verify/genericHmac.ts", tests: ["test/inbound/verify.generic.test.ts"] },
+  { file: "shared/inbound/verify/body.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"] },
+  { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts"] },
 ];

@@ -5,7 +5,8 @@
  */
 import { reject, type Identity, type Rejection } from "./types.js";
 
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+// A body with a byte order mark is refused before decoding, so the decoder never sees one.
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Longest event id accepted; longer ones are almost certainly not ids. */
 export const MAX_EVENT_ID_LENGTH = 255;
@@ -38,7 +39,7 @@ export function eventIdFrom(identity: Identity): string | Rejection {
   const { id, idSource } = identity;
   let text: string | undefined;
   if (typeof id === "string") text = id;
-  else if (typeof id === "number" && Number.isSafeInteger(id)) text = String(id);
+  else if (Number.isSafeInteger(id)) text = String(id);
   if (text === undefined || text.trim() === "") {
     const found = id === undefined ? "it is missing" : `found ${id === null ? "null" : typeof id}`;
     return reject(400, "missing_event_id", `No event id in ${idSource} (${found}); the partner's event id is required to de-duplicate, and none is invented.`);
