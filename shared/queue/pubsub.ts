@@ -1,7 +1,8 @@
 /**
  * The Pub/Sub adapter: the queue port on Google Cloud Pub/Sub (topic + pull subscription with a
- * dead-letter policy + a subscription on the dead-letter topic). The only module that imports
- * `@google-cloud/pubsub`, loaded on first use. Honours PUBSUB_EMULATOR_HOST like the SDK does.
+ * dead-letter policy + a subscription on the dead-letter topic), on `@google-cloud/pubsub`, loaded
+ * on first use. Honours PUBSUB_EMULATOR_HOST like the SDK does. The functions, which only publish,
+ * use pubsubPublisher.ts (the same SDK, one topic, `send` alone).
  *
  * Mapping: delivery count = `deliveryAttempt`, which Pub/Sub reports ONLY when the subscription has
  * a dead-letter policy (so one is required); visibility = the ack deadline (modifyAckDeadline, at

@@ -78,7 +78,9 @@ export function createPubSubPublisher(options: PubSubPublisherOptions): PubSubPu
   let opened: Promise<{ topic: Topic; close(): Promise<void> }> | undefined;
 
   async function open() {
-    const { PubSub } = await import("./pubsubSdk.js");
+    const sdk = await import("@google-cloud/pubsub");
+    // The package is CommonJS: imported dynamically from a bundle chunk, its exports arrive as `default` alone.
+    const { PubSub } = "PubSub" in sdk ? sdk : (sdk as unknown as { default: typeof sdk }).default;
     const emulator = options.emulatorHost ? { apiEndpoint: options.emulatorHost, emulatorMode: true } : {};
     const pubsub = new PubSub({ projectId: options.projectId, ...emulator, ...options.clientConfig });
     // On the emulator there are no credentials to find: naming the universe spares google-auth its

@@ -69,10 +69,9 @@ describe("Pub/Sub publisher on the emulator", () => {
 describe("Pub/Sub publisher when nothing answers", () => {
   it("rejects with PubSubPublishError once its time is up, the SDK's retries included", async () => {
     const publisher = publisherFor({ projectId: "p", topic: "inbound", emulatorHost: await deadHost(), timeoutMs: 2_000 });
-    const started = Date.now();
     const error = await publisher.send({ body: "{}" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PubSubPublishError);
-    expect((error as Error).message).toMatch(/^Pub\/Sub topic projects\/p\/topics\/inbound: publish failed \(.*(UNAVAILABLE|DEADLINE_EXCEEDED|Total timeout)/);
-    expect(Date.now() - started).toBeLessThan(15_000);
+    // What stopped the SDK's retries of UNAVAILABLE is the bound we gave it.
+    expect((error as Error).message).toMatch(/^Pub\/Sub topic projects\/p\/topics\/inbound: publish failed \(Total timeout of API google\.pubsub\.v1\.Publisher exceeded 2000 milliseconds .*UNAVAILABLE/);
   }, 30_000);
 });
