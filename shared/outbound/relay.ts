@@ -156,7 +156,7 @@ export function createRelay(options: RelayOptions): Relay {
     const report = done;
     done = new Map();
     const shares = new Map<string, number>();
-    for (const id of limits.known()) shares.set(id, shareOf(id));
+    for (const id of new Set([...limits.known(), ...loop.groups()])) shares.set(id, shareOf(id));
     let claimed: ClaimedDelivery[];
     try {
       claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, {

@@ -67,6 +67,8 @@ export interface RelayLoop {
   readonly held: number;
   /** Items of one group held and not finished (waiting for a turn, or processing). */
   unfinished(key: string): number;
+  /** The groups with unfinished items. */
+  groups(): Set<string>;
 }
 
 export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, options: RelayLoopOptions<C>): RelayLoop {
@@ -256,6 +258,7 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
     unfinished(key) {
       return (waiting.get(key)?.length ?? 0) + (processingByKey.get(key) ?? 0);
     },
+    groups: () => new Set([...waiting.keys(), ...processingByKey.keys()]),
     start() {
       if (running) return;
       running = true;
