@@ -15,8 +15,10 @@ import { startInboxWorker } from "./inbound/worker.js";
 import { startOutboundRelay } from "./outbound/worker.js";
 import { startRetention } from "./retention/run.js";
 import { adminRoutes } from "./server/routes/admin.js";
+import { documentRoutes } from "./server/routes/document.js";
 import { startAlertWorker } from "./alerts.js";
 import { instrumentRoutes } from "./telemetry/instrument.js";
+import { healthSchema } from "./server/schemas.js";
 import { observePlatformQueues } from "./telemetry/queueDepth.js";
 
 export interface PlatformContext {
@@ -58,6 +60,13 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
       method: "GET",
       path: "/healthz",
       auth: "none",
+      doc: {
+        operationId: "health", tag: "Health", summary: "Whether the platform and its database answer", noDatabase: true,
+        responses: {
+          200: { description: "Up.", schema: healthSchema },
+          503: { description: "The database does not answer.", schema: healthSchema, headers: { "Retry-After": "Seconds to wait." } },
+        },
+      },
       handler: async () => {
         try {
           await db.query("SELECT 1");
@@ -72,6 +81,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
     ...inboundRoutes(ctx),
     ...adminRoutes(ctx),
   ]);
+  routes.push(...documentRoutes(routes));
 
   const workers: BackgroundWorker[] = [];
   if (options.workers !== false) {

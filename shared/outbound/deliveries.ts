@@ -61,7 +61,7 @@ export interface DeliveryFilter {
 export const DELIVERY_COLUMNS = `
   d.id, d.event_id AS "eventId", e.type AS "eventType", d.subscription_id AS "subscriptionId", d.status,
   d.attempts, CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS "nextAttemptAt",
-  (d.status = 'pending' AND d.lease_expires_at > now()) AS leased,
+  (d.status = 'pending' AND COALESCE(d.lease_expires_at > now(), false)) AS leased,
   d.last_status AS "lastStatus", d.last_error AS "lastError", d.dead_reason AS "deadReason",
   d.dead_at AS "deadAt", d.delivered_at AS "deliveredAt", d.cancelled_at AS "cancelledAt",
   d.origin, d.requested_by AS "requestedBy", d.replays,

@@ -45,7 +45,7 @@ export interface EnqueueOptions {
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 
-const eventSchema = z.strictObject({
+export const eventSchema = z.strictObject({
   id: z.optional(
     z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,200}$/, "must be 1 to 200 letters, digits, _, - or . (no ':', it separates the delivery id)")),
   ),

@@ -47,6 +47,11 @@ function editSchema() {
 }
 let cachedEditSchema: ReturnType<typeof editSchema> | undefined;
 
+/** What `updateSubscription` accepts (built once, from the creation schema). */
+export function subscriptionChangeSchema(): ReturnType<typeof editSchema> {
+  return (cachedEditSchema ??= editSchema());
+}
+
 /**
  * Changes the given fields (the others stay). Pending deliveries use the new settings from their
  * next attempt; one in flight finishes with the old. A new URL is a new endpoint: its health
@@ -60,7 +65,7 @@ export async function updateSubscription(
   input: unknown,
   options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost"> } = {},
 ): Promise<Subscription> {
-  const valid = parseOrThrow((cachedEditSchema ??= editSchema()), input, "subscription change") as Record<string, unknown>;
+  const valid = parseOrThrow(subscriptionChangeSchema(), input, "subscription change") as Record<string, unknown>;
   if (typeof valid.url === "string") checkDestination(valid.url, options.destinationPolicy);
   const sets: string[] = [];
   const values: unknown[] = [id];

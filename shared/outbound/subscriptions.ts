@@ -276,7 +276,7 @@ export async function enableSubscription(q: Queryable, id: string): Promise<Subs
   return toSubscription(rows[0], false);
 }
 
-const secretsInputSchema = z.strictObject({
+export const secretsInputSchema = z.strictObject({
   secrets: subscriptionInputSchema.shape.secrets,
 });
 

@@ -7,6 +7,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
+import type { OperationDoc } from "./operation.js";
 
 export interface Request {
   method: string;
@@ -39,6 +40,8 @@ export interface Route {
   /** `admin` routes require `Authorization: Bearer <ADMIN_TOKEN>`. */
   auth: "admin" | "none";
   handler: Handler;
+  /** Its entry in the OpenAPI document (./openapi.ts); routes without one are not documented. */
+  doc?: OperationDoc;
 }
 
 /** An error a caller can act on: becomes `{ error: { code, message, details } }` with `status`. */

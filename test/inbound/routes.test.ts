@@ -6,6 +6,7 @@ import type { Server } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { loadConfig } from "../../shared/config.js";
 import { mapPlatformError, startPlatform, type Platform } from "../../shared/platform.js";
+import orderHandlers from "../../examples/orders/handlers.js";
 import { createHttpServer } from "../../shared/server/router.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { describeEachBackend } from "../support/databases.js";
@@ -30,7 +31,7 @@ describeEachBackend("inbound routes over HTTP", (ctx) => {
 
   beforeAll(async () => {
     const config = loadConfig({ ADMIN_TOKEN: TOKEN, PARTNERS: PARTNERS_JSON, LOG_LEVEL: "silent", MAX_PAYLOAD_BYTES: "2048", INBOX_POLL_MS: "50" });
-    platform = await startPlatform(config, { db: ctx.db, logger: createLogger({ level: "silent" }) });
+    platform = await startPlatform(config, { db: ctx.db, logger: createLogger({ level: "silent" }), handlers: orderHandlers });
     server = createHttpServer({ routes: platform.routes, adminToken: TOKEN, maxBodyBytes: config.MAX_PAYLOAD_BYTES, mapError: mapPlatformError });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -56,9 +57,9 @@ describeEachBackend("inbound routes over HTTP", (ctx) => {
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ duplicate: true, inboxId });
 
-    const order = await until(() => admin("/orders/http-1"), (r) => r.status === 200);
+    const order = await until(() => admin("/entities/order/http-1"), (r) => r.status === 200);
     expect(order.status).toBe(200);
-    expect(await order.json()).toMatchObject({ id: "http-1", state: "created" });
+    expect(await order.json()).toMatchObject({ machine: "order", id: "http-1", state: "created" });
     const entry = await (await admin(`/inbox/${inboxId}`)).json();
     expect(entry).toMatchObject({ id: inboxId, status: "processed", outcome: "applied", payloadText: body, signatureVerified: true });
   });
@@ -84,15 +85,15 @@ describeEachBackend("inbound routes over HTTP", (ctx) => {
 
   it("protects the inbox and orders with the admin token and validates parameters", async () => {
     expect((await fetch(`${base}/inbox`)).status).toBe(401);
-    expect((await fetch(`${base}/orders/http-1`)).status).toBe(401);
+    expect((await fetch(`${base}/entities/order/http-1`)).status).toBe(401);
     expect((await fetch(`${base}/inbox/replay`, { method: "POST" })).status).toBe(401);
     const badStatus = await admin("/inbox?status=lost");
     expect(badStatus.status).toBe(400);
-    expect(((await badStatus.json()) as { error: { message: string } }).error.message).toContain("pending, deferred, failed, processed, quarantined");
+    expect(((await badStatus.json()) as { error: { message: string } }).error.message).toMatch(/status: .*"pending"/);
     expect((await admin("/inbox?limit=0")).status).toBe(400);
     expect((await admin("/inbox/not-a-uuid")).status).toBe(400);
     expect((await admin("/inbox/00000000-0000-0000-0000-000000000000")).status).toBe(404);
-    expect((await admin("/orders/none")).status).toBe(404);
+    expect((await admin("/entities/order/none")).status).toBe(404);
     expect((await admin("/inbox/replay", { method: "POST", body: '{"status":"pending"}' })).status).toBe(400);
     expect((await admin("/inbox/replay", { method: "POST", body: '{"stauts":"quarantined"}' })).status).toBe(400);
     expect((await admin("/inbox/replay", { method: "POST", body: "{oops" })).status).toBe(400);

@@ -5,7 +5,10 @@
 import { ADMIN_SECURITY_HEADERS, adminAsset } from "../../admin/assets.js";
 import { deliveriesPerMinute } from "../../admin/stats.js";
 import type { PlatformContext } from "../../platform.js";
-import { HttpError, type Request, type Response, type Route } from "../router.js";
+import * as z from "zod/mini";
+import { HttpError, type Response, type Route } from "../router.js";
+import { statsSchema } from "../schemas.js";
+import { route } from "./validate.js";
 
 async function serveAsset(name: string): Promise<Response> {
   const asset = adminAsset(name);
@@ -14,29 +17,18 @@ async function serveAsset(name: string): Promise<Response> {
   return { status: 200, headers: { ...ADMIN_SECURITY_HEADERS, "content-type": contentType }, body };
 }
 
-function minutesParam(req: Request): number {
-  const raw = req.query.get("minutes");
-  if (raw === null) return 60;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 1440) {
-    throw new HttpError(400, "invalid_query", `minutes must be an integer from 1 to 1440; got ${JSON.stringify(raw)}.`);
-  }
-  return n;
-}
+const statsQuery = z.strictObject({ minutes: z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(1440))) });
 
 export function adminRoutes(ctx: PlatformContext): Route[] {
   return [
     // The page and its files carry no data, so they are public; every number comes from admin routes.
     { method: "GET", path: "/admin", auth: "none", handler: () => serveAsset("index.html") },
     { method: "GET", path: "/admin/:file", auth: "none", handler: (req) => serveAsset(req.params.file ?? "") },
-    {
-      method: "GET",
-      path: "/stats/deliveries-per-minute",
-      auth: "admin",
-      handler: async (req) => {
-        const minutes = minutesParam(req);
-        return { status: 200, body: { minutes, series: await deliveriesPerMinute(ctx.db, minutes) } };
-      },
-    },
+    route("GET", "/stats/deliveries-per-minute", {
+      operationId: "deliveriesPerMinute", tag: "Admin", summary: "Deliveries per minute by outcome",
+      description: "Over the last `minutes` (1–1440, default 60), oldest first, one bucket per minute. `failed` counts attempts no retry follows (permanent failures, and a delivery's last allowed attempt).",
+      query: statsQuery,
+      responses: { 200: { description: "The series.", schema: statsSchema } },
+    }, async (_req, { minutes = 60 }) => ({ status: 200, body: { minutes, series: await deliveriesPerMinute(ctx.db, minutes) } })),
   ];
 }

@@ -1,17 +1,20 @@
 /**
  * Inbound HTTP surface. `POST /webhooks/:partner` is public (the partner's signature is the
  * authentication) and hands the exact body bytes to the framework-free `ingest`. The inbox and
- * order views and the replays are admin routes.
+ * entity views and the replays are admin routes.
  */
 import type { PlatformContext } from "../../platform.js";
 import { ingest, type IngestDeps } from "../../inbound/ingest.js";
 import { createGroupCommit } from "../../inbound/groupCommit.js";
 import { getInboxEntry, INBOX_STATUSES, listInboxEntries, type InboxStatus } from "../../inbound/inbox.js";
-import { getOrder } from "../../inbound/orders.js";
+import { getEntity } from "../../inbound/entities.js";
 import { REPLAYABLE_STATUSES, replayEntries, replayEntry, type ReplayableStatus } from "../../inbound/replay.js";
 import { loadPartners } from "../../inbound/verify/index.js";
+import * as z from "zod/mini";
 import { HttpError, type Request, type Route } from "../router.js";
 import { decodeCursor, isStringPair, page } from "../pagination.js";
+import { errorSchema, inboxDetailSchema, inboxReplaySchema, inboxSummarySchema, ingestResultSchema, entitySchema, pageOf } from "../schemas.js";
+import { cursor, filterText, limit, optionalJson, bodyOf, route, time } from "./validate.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -21,25 +24,22 @@ function entryId(req: Request): string {
   return id.toLowerCase();
 }
 
-function statusParam(value: string | null | undefined, allowed: readonly string[], name: string): string | undefined {
-  if (value === null || value === undefined || value === "") return undefined;
-  if (!allowed.includes(value)) throw new HttpError(400, "bad_query", `${name} must be one of ${allowed.join(", ")}; got ${JSON.stringify(value.slice(0, 40))}.`);
-  return value;
-}
+const inboxQuery = z.strictObject({
+  status: z.optional(z.enum(INBOX_STATUSES)),
+  partner: filterText(),
+  /** Received before this time. */
+  before: time(),
+  limit,
+  cursor,
+});
+const bulkReplay = z.strictObject({
+  status: z.optional(z.enum(REPLAYABLE_STATUSES)),
+  partner: filterText(),
+  ids: z.optional(z.array(z.string().check(z.regex(UUID, "must be an inbox entry id (a UUID)"))).check(z.maxLength(1000))),
+  limit: z.optional(z.number().check(z.int(), z.gte(1), z.lte(1000))),
+});
 
-function limitParam(value: unknown, name: string): number | undefined {
-  if (value === null || value === undefined || value === "") return undefined;
-  const n = typeof value === "number" ? value : Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new HttpError(400, "bad_query", `${name} must be a whole number from 1 to 1000.`);
-  return n;
-}
-
-interface BulkReplayBody {
-  status?: unknown;
-  partner?: unknown;
-  ids?: unknown;
-  limit?: unknown;
-}
+const TAG = "Inbox";
 
 export function inboundRoutes(ctx: PlatformContext): Route[] {
   const { config, db } = ctx;
@@ -57,6 +57,19 @@ export function inboundRoutes(ctx: PlatformContext): Route[] {
       method: "POST",
       path: "/webhooks/:partner",
       auth: "none",
+      doc: {
+        operationId: "receiveWebhook", tag: "Inbound webhooks", summary: "Receive a partner's signed webhook",
+        description: "The partner's signature is the authentication (no token). The exact bytes are verified, stored under (partner, partner event id) before the answer, and processed in the background.",
+        body: z.string(), bodyMediaType: "*/*",
+        responses: {
+          202: { description: "Stored.", schema: ingestResultSchema },
+          200: { description: "A duplicate: stored before (`payloadMismatch` when the bytes differ).", schema: ingestResultSchema },
+          400: { description: "Malformed (no event id, unreadable headers).", schema: errorSchema },
+          401: { description: "The signature does not verify.", schema: errorSchema },
+          404: { description: "No such partner.", schema: errorSchema },
+          413: { description: "Larger than MAX_INBOUND_BODY_BYTES.", schema: errorSchema },
+        },
+      },
       handler: async (req) => {
         const name = req.params.partner ?? "";
         // An unknown partner gets its 404 without us reading (or limiting) a body for nobody.
@@ -65,80 +78,53 @@ export function inboundRoutes(ctx: PlatformContext): Route[] {
         return { status: r.status, headers: r.headers, body: r.body };
       },
     },
-    {
-      method: "GET",
-      path: "/inbox",
-      auth: "admin",
-      handler: async (req) => {
-        const beforeText = req.query.get("before");
-        const before = beforeText ? new Date(beforeText) : undefined;
-        if (before && Number.isNaN(before.getTime())) throw new HttpError(400, "bad_query", "before must be an ISO 8601 time, e.g. the receivedAt of the last entry of the previous page.");
-        const after = decodeCursor(req.query.get("cursor") ?? undefined, isStringPair);
-        if (after && !UUID.test(after[1])) throw new HttpError(400, "invalid_cursor", "cursor is not one this list gave out; pass the `next` of the previous page unchanged.");
-        const { rows, next } = await page(limitParam(req.query.get("limit"), "limit"), (n) => listInboxEntries(db, {
-          status: statusParam(req.query.get("status"), INBOX_STATUSES, "status") as InboxStatus | undefined,
-          partner: req.query.get("partner") || undefined,
-          limit: n,
-          before,
-          after,
-        }), (e) => e.key);
-        return { status: 200, body: { entries: rows.map(({ key: _key, ...e }) => e), next } };
+    route("GET", "/inbox", {
+      operationId: "listInbox", tag: TAG, summary: "List inbox entries", description: "Newest first.", query: inboxQuery,
+      responses: { 200: { description: "A page of inbox entries.", schema: pageOf("entries", inboxSummarySchema) } },
+    }, async (_req, { cursor: c, limit: size, ...filter }) => {
+      const after = decodeCursor(c, isStringPair);
+      if (after && !UUID.test(after[1])) throw new HttpError(400, "invalid_cursor", "cursor is not one this list gave out; pass the `next` of the previous page unchanged.");
+      const { rows, next } = await page(size, (n) => listInboxEntries(db, { ...filter, status: filter.status as InboxStatus | undefined, limit: n, after }), (e) => e.key);
+      return { status: 200, body: { entries: rows.map(({ key: _key, ...e }) => e), next } };
+    }),
+    route("GET", "/inbox/:id", {
+      operationId: "getInboxEntry", tag: TAG, summary: "Get an inbox entry with its payload, conflicts and replays",
+      responses: { 200: { description: "The entry.", schema: inboxDetailSchema } },
+    }, async (req) => {
+      const entry = await getInboxEntry(db, entryId(req));
+      if (!entry) throw new HttpError(404, "not_found", `No inbox entry ${req.params.id}.`);
+      return { status: 200, body: entry };
+    }),
+    route("POST", "/inbox/:id/replay", {
+      operationId: "replayInboxEntry", tag: TAG, summary: "Replay one inbox entry",
+      responses: {
+        202: { description: "Pending again; the processor takes it.", schema: inboxReplaySchema },
+        409: { description: "Already pending." },
       },
-    },
-    {
-      method: "GET",
-      path: "/inbox/:id",
-      auth: "admin",
-      handler: async (req) => {
-        const entry = await getInboxEntry(db, entryId(req));
-        if (!entry) throw new HttpError(404, "not_found", `No inbox entry ${req.params.id}.`);
-        return { status: 200, body: entry };
-      },
-    },
-    {
-      method: "POST",
-      path: "/inbox/:id/replay",
-      auth: "admin",
-      handler: async (req) => {
-        const r = await replayEntry(db, entryId(req), { by: "admin-api" });
-        if (r.kind === "not_found") throw new HttpError(404, "not_found", `No inbox entry ${req.params.id}.`);
-        if (r.kind === "already_pending") throw new HttpError(409, "already_pending", "The entry is already pending: the processor will take it; nothing to replay.");
-        return { status: 202, body: { replayed: [r.id], previousStatus: r.previousStatus } };
-      },
-    },
-    {
-      method: "POST",
-      path: "/inbox/replay",
-      auth: "admin",
-      handler: async (req) => {
-        const raw = await req.body();
-        const body: BulkReplayBody = raw.length === 0 ? {} : await req.json<BulkReplayBody>();
-        if (typeof body !== "object" || body === null || Array.isArray(body)) throw new HttpError(400, "bad_body", "Send a JSON object: { status?, partner?, ids?, limit? }.");
-        const unknown = Object.keys(body).filter((k) => !["status", "partner", "ids", "limit"].includes(k));
-        if (unknown.length) throw new HttpError(400, "bad_body", `Unknown field ${unknown.map((k) => JSON.stringify(k)).join(", ")}; use status, partner, ids, limit.`);
-        if (body.status !== undefined && typeof body.status !== "string") throw new HttpError(400, "bad_body", "status must be a string.");
-        const status = statusParam(body.status as string | undefined, REPLAYABLE_STATUSES, "status") as ReplayableStatus | undefined;
-        if (body.partner !== undefined && typeof body.partner !== "string") throw new HttpError(400, "bad_body", "partner must be a string.");
-        if (body.ids !== undefined && !(Array.isArray(body.ids) && body.ids.length <= 1000 && body.ids.every((x) => typeof x === "string" && UUID.test(x)))) {
-          throw new HttpError(400, "bad_body", "ids must be an array of at most 1000 inbox entry ids (UUIDs).");
-        }
-        const r = await replayEntries(
-          db,
-          { status, partner: body.partner as string | undefined, ids: body.ids as string[] | undefined, limit: limitParam(body.limit, "limit") },
-          { by: "admin-api" },
-        );
-        return { status: 202, body: { replayed: r.ids } };
-      },
-    },
-    {
-      method: "GET",
-      path: "/orders/:id",
-      auth: "admin",
-      handler: async (req) => {
-        const order = await getOrder(db, req.params.id ?? "");
-        if (!order) throw new HttpError(404, "not_found", `No order ${JSON.stringify((req.params.id ?? "").slice(0, 128))}.`);
-        return { status: 200, body: order };
-      },
-    },
+    }, async (req) => {
+      const r = await replayEntry(db, entryId(req), { by: "admin-api" });
+      if (r.kind === "not_found") throw new HttpError(404, "not_found", `No inbox entry ${req.params.id}.`);
+      if (r.kind === "already_pending") throw new HttpError(409, "already_pending", "The entry is already pending: the processor will take it; nothing to replay.");
+      return { status: 202, body: { replayed: [r.id], previousStatus: r.previousStatus } };
+    }),
+    route("POST", "/inbox/replay", {
+      operationId: "replayInbox", tag: TAG, summary: "Replay inbox entries by status, partner or ids",
+      description: "Default status: quarantined; at most `limit` (1–1000, default 100).",
+      body: bulkReplay, bodyRequired: false,
+      responses: { 202: { description: "The entries replayed.", schema: inboxReplaySchema } },
+    }, async (req) => {
+      const body = bodyOf(bulkReplay, await optionalJson(req), "replay request");
+      const r = await replayEntries(db, { ...body, status: body.status as ReplayableStatus | undefined }, { by: "admin-api" });
+      return { status: 202, body: { replayed: r.ids } };
+    }),
+    route("GET", "/entities/:machine/:id", {
+      operationId: "getEntity", tag: TAG, summary: "Get an entity of a state machine and its transitions",
+      description: "The reconciler's state of one entity (e.g. machine `order`, id `o-1`) and every decision taken for it, oldest first.",
+      responses: { 200: { description: "The entity.", schema: entitySchema } },
+    }, async (req) => {
+      const entity = await getEntity(db, req.params.machine!, req.params.id!);
+      if (!entity) throw new HttpError(404, "not_found", `No ${JSON.stringify(req.params.machine!.slice(0, 64))} entity ${JSON.stringify(req.params.id!.slice(0, 128))}.`);
+      return { status: 200, body: entity };
+    }),
   ];
 }

@@ -11,7 +11,12 @@ import {
 } from "../../outbound/index.js";
 import { decodeCursor, isString, isStringPair, page } from "../pagination.js";
 import { HttpError, type Route } from "../router.js";
-import { bodyOf, cursor, filterText, limit, optionalJson, queryOf, route, time } from "./validate.js";
+import { eventSchema } from "../../outbound/enqueue.js";
+import {
+  attemptSchema, batchResultSchema, deadLetterSchema, deliverySchema, enqueueResultSchema, eventDetailSchema, eventSummarySchema, pageOf,
+  replayResultSchema, sendResultSchema,
+} from "../schemas.js";
+import { bodyOf, cursor, filterText, limit, optionalJson, route, time } from "./validate.js";
 
 const deliveryQuery = z.strictObject({
   status: z.optional(z.enum(["pending", "delivered", "dead", "cancelled"])),
@@ -38,14 +43,26 @@ const bulkReplay = z.union([
 ], { error: `send { "ids": [...] } or { "filter": { "subscriptionId"?, "eventType"?, "reason"?, "since"?, "until"? }, "limit"? }` });
 const resendBody = z.strictObject({ subscriptionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))) });
 
+const batchBody = z.strictObject({ events: z.array(eventSchema).check(z.maxLength(MAX_EVENTS_PER_BATCH)) });
+
 const isAttemptKey = (v: unknown): v is number => Number.isSafeInteger(v);
 
 export function outboundRoutes(ctx: PlatformContext): Route[] {
   const { db, config } = ctx;
   const requestedBy = "admin-api";
   const options = { maxPayloadBytes: config.MAX_PAYLOAD_BYTES };
+  const delivery = { 200: { description: "The delivery.", schema: deliverySchema } };
   return [
-    route("POST", "/events", async (req) => {
+    route("POST", "/events", {
+      operationId: "sendEvent", tag: "Events", summary: "Enqueue an event",
+      description: "Fanned out to one delivery per subscription whose event types match. Idempotent by `id`: the same id again returns the existing deliveries (200); with another type or data it is a 409. `data` is required (any JSON; null for none).",
+      body: eventSchema,
+      responses: {
+        201: { description: "Enqueued.", schema: enqueueResultSchema },
+        200: { description: "This id was enqueued before: its deliveries.", schema: enqueueResultSchema },
+        409: { description: "This id names another event (type or data differ)." },
+      },
+    }, async (req) => {
       const event = await req.json();
       if (typeof event !== "object" || event === null || Array.isArray(event)) {
         throw new HttpError(400, "invalid_request", "The body must be a JSON object { id?, type, data, occurredAt? }.");
@@ -53,7 +70,16 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       const result = await db.transaction((tx) => enqueue(tx, event as Parameters<typeof enqueue>[1], options));
       return { status: result.created ? 201 : 200, body: result };
     }),
-    route("POST", "/events/batch", async (req) => {
+    route("POST", "/events/batch", {
+      operationId: "sendEvents", tag: "Events", summary: "Enqueue up to 1000 events in one transaction",
+      description: "All are validated first; one invalid event rejects the call (naming it by index) and writes nothing.",
+      body: batchBody,
+      responses: {
+        201: { description: "At least one was new.", schema: batchResultSchema },
+        200: { description: "All were enqueued before.", schema: batchResultSchema },
+        409: { description: "An id names another event." },
+      },
+    }, async (req) => {
       const input = await req.json();
       const events = (input as { events?: unknown } | null)?.events;
       if (typeof input !== "object" || input === null || Array.isArray(input) || !Array.isArray(events) || Object.keys(input).length !== 1) {
@@ -62,40 +88,69 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       const results = await db.transaction((tx) => enqueueMany(tx, events as Parameters<typeof enqueueMany>[1], options));
       return { status: results.some((r) => r.created) ? 201 : 200, body: { results } };
     }),
-    route("GET", "/events", async (req) => {
-      const { cursor: c, limit: size, ...filter } = queryOf(req, eventQuery);
+    route("GET", "/events", {
+      operationId: "listEvents", tag: "Events", summary: "List events",
+      description: "Newest first, by type and by when they were enqueued (`since` ≤ t < `until`).",
+      query: eventQuery,
+      responses: { 200: { description: "A page of events.", schema: pageOf("events", eventSummarySchema) } },
+    }, async (_req, { cursor: c, limit: size, ...filter }) => {
       const before = decodeCursor(c, isStringPair);
       const { rows, next } = await page(size, (n) => listEvents(db, { ...filter, before, limit: n }), (e) => e.key);
       return { status: 200, body: { events: rows.map(({ key: _key, ...e }) => e), next } };
     }),
-    route("GET", "/events/:id", async (req) => ({ status: 200, body: await getEvent(db, req.params.id!) })),
-    route("POST", "/events/:id/resend", async (req) => {
+    route("GET", "/events/:id", {
+      operationId: "getEvent", tag: "Events", summary: "Get an event with all its deliveries",
+      responses: { 200: { description: "The event, its data and body, and every delivery of it (fan-out, resends, tests, backfills).", schema: eventDetailSchema } },
+    }, async (req) => ({ status: 200, body: await getEvent(db, req.params.id!) })),
+    route("POST", "/events/:id/resend", {
+      operationId: "resendEvent", tag: "Events", summary: "Resend an event",
+      description: "Delivered or not, to one of its subscriptions (`subscriptionId`) or to all of them: one new delivery each (origin `resend`, a new `webhook-id`, the same body), on the normal path.",
+      body: resendBody, bodyRequired: false,
+      responses: {
+        201: { description: "The new deliveries.", schema: sendResultSchema },
+        409: { description: "That subscription never had this event (or was deleted)." },
+      },
+    }, async (req) => {
       const { subscriptionId } = bodyOf(resendBody, await optionalJson(req), "resend request");
       return { status: 201, body: await resendEvent(db, req.params.id!, { subscriptionId, requestedBy }) };
     }),
 
-    route("GET", "/deliveries", async (req) => {
-      const { cursor: c, limit: size, ...filter } = queryOf(req, deliveryQuery);
+    route("GET", "/deliveries", {
+      operationId: "listDeliveries", tag: "Deliveries", summary: "List deliveries", query: deliveryQuery,
+      responses: { 200: { description: "A page of deliveries, in id order.", schema: pageOf("deliveries", deliverySchema) } },
+    }, async (_req, { cursor: c, limit: size, ...filter }) => {
       const after = decodeCursor(c, isString);
       const { rows, next } = await page(size, (n) => listDeliveries(db, { ...filter, after, limit: n }), (d) => d.id);
       return { status: 200, body: { deliveries: rows, next } };
     }),
-    route("GET", "/deliveries/:id", async (req) => ({ status: 200, body: await getDelivery(db, req.params.id!) })),
-    route("GET", "/deliveries/:id/attempts", async (req) => {
-      const { cursor: c, limit: size } = queryOf(req, pageQuery);
+    route("GET", "/deliveries/:id", { operationId: "getDelivery", tag: "Deliveries", summary: "Get a delivery", responses: delivery },
+      async (req) => ({ status: 200, body: await getDelivery(db, req.params.id!) })),
+    route("GET", "/deliveries/:id/attempts", {
+      operationId: "listAttempts", tag: "Deliveries", summary: "List the attempts of a delivery", query: pageQuery,
+      responses: { 200: { description: "A page of attempts, oldest first.", schema: pageOf("attempts", attemptSchema) } },
+    }, async (req, { cursor: c, limit: size }) => {
       const after = decodeCursor(c, isAttemptKey);
       const { rows, next } = await page(size, (n) => listAttempts(db, req.params.id!, { after, limit: n }), (a) => a.id);
       return { status: 200, body: { attempts: rows, next } };
     }),
 
-    route("GET", "/dead-letters", async (req) => {
-      const { reason, since, until, cursor: c, limit: size, ...filter } = queryOf(req, deadLetterQuery);
+    route("GET", "/dead-letters", {
+      operationId: "listDeadLetters", tag: "Dead letters", summary: "List dead letters",
+      description: "By subscription, event type, reason (a prefix: `exhausted`, `permanent`) and when they died (`since` ≤ t < `until`).",
+      query: deadLetterQuery,
+      responses: { 200: { description: "A page of dead letters, in id order.", schema: pageOf("deadLetters", deliverySchema) } },
+    }, async (_req, { reason, since, until, cursor: c, limit: size, ...filter }) => {
       const after = decodeCursor(c, isString);
       const { rows, next } = await page(size, (n) => listDeadLetters(db, { ...filter, reasonPrefix: reason, deadSince: since, deadBefore: until, after, limit: n }), (d) => d.id);
       return { status: 200, body: { deadLetters: rows, next } };
     }),
     // Registered before `/dead-letters/:id…` so `replay` is never read as an id.
-    route("POST", "/dead-letters/replay", async (req) => {
+    route("POST", "/dead-letters/replay", {
+      operationId: "replayDeadLetters", tag: "Dead letters", summary: "Replay dead letters by ids or by filter",
+      description: `Each becomes pending and due now, its attempt count restarted, and the replay is recorded. By \`ids\` (those not dead are skipped), or every one matching \`filter\` up to \`limit\` (at most ${MAX_BULK_REPLAY} per call).`,
+      body: bulkReplay,
+      responses: { 200: { description: "What was replayed and what was skipped.", schema: replayResultSchema } },
+    }, async (req) => {
       const input = bodyOf(bulkReplay, await req.json(), "replay request");
       const selection = "ids" in input
         ? { ids: input.ids }
@@ -108,7 +163,13 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
         };
       return { status: 200, body: await replayDeadLetters(db, selection, { requestedBy }) };
     }),
-    route("GET", "/dead-letters/:id", async (req) => ({ status: 200, body: await getDeadLetter(db, req.params.id!) })),
-    route("POST", "/dead-letters/:id/replay", async (req) => ({ status: 200, body: await replayDeadLetter(db, req.params.id!, { requestedBy }) })),
+    route("GET", "/dead-letters/:id", {
+      operationId: "getDeadLetter", tag: "Dead letters", summary: "Get a dead letter with its body, attempts and replays",
+      responses: { 200: { description: "The dead letter.", schema: deadLetterSchema } },
+    }, async (req) => ({ status: 200, body: await getDeadLetter(db, req.params.id!) })),
+    route("POST", "/dead-letters/:id/replay", {
+      operationId: "replayDeadLetter", tag: "Dead letters", summary: "Replay one dead letter",
+      responses: { ...delivery, 409: { description: "The delivery is not dead (pending, delivered or cancelled)." } },
+    }, async (req) => ({ status: 200, body: await replayDeadLetter(db, req.params.id!, { requestedBy }) })),
   ];
 }

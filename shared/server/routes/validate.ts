@@ -7,7 +7,8 @@ import { safeParse } from "../../safeParse.js";
 import { EventConflictError, NotADeadLetterError, NotFoundError, NotSubscribedError, OutboundValidationError, PayloadTooLargeError } from "../../outbound/index.js";
 import { formatPath } from "../../outbound/validation.js";
 import { MAX_PAGE_SIZE } from "../pagination.js";
-import { HttpError, type Request, type Route } from "../router.js";
+import type { OperationDoc } from "../operation.js";
+import { HttpError, type Request, type Response, type Route } from "../router.js";
 
 /** Our typed errors as HTTP answers; anything else goes to the router (503 for a database outage, else 500). */
 export function toHttpError(error: unknown): unknown {
@@ -25,20 +26,37 @@ export function toHttpError(error: unknown): unknown {
   return error;
 }
 
-/** An admin route whose typed errors become 4xx answers. */
-export function route(method: Route["method"], path: string, handler: Route["handler"]): Route {
+/**
+ * A documented admin route whose typed errors become 4xx answers. Its query is parsed with
+ * `doc.query`, the schema the OpenAPI document shows, and handed to the handler.
+ */
+export function route<Q extends z.core.$ZodType | undefined = undefined>(
+  method: Route["method"],
+  path: string,
+  doc: OperationDoc & { query?: Q },
+  handler: (req: Request, query: Q extends z.core.$ZodType ? z.infer<Q> : undefined) => Promise<Response>,
+): Route {
   return {
     method,
     path,
     auth: "admin",
+    doc,
     handler: async (req) => {
       try {
-        return await handler(req);
+        const query = doc.query ? queryOf(req, doc.query) : noQuery(req);
+        return await handler(req, query as Q extends z.core.$ZodType ? z.infer<Q> : undefined);
       } catch (error) {
         throw toHttpError(error);
       }
     },
   };
+}
+
+/** A route that takes no query refuses one, as the others refuse unknown parameters. */
+function noQuery(req: Request): undefined {
+  const first = [...req.query.keys()][0];
+  if (first !== undefined) throw new HttpError(400, "invalid_request", `Invalid query: ${first}: this operation takes no query parameters.`);
+  return undefined;
 }
 
 function invalid(what: string, issues: readonly z.core.$ZodIssue[]): HttpError {

@@ -1,0 +1,154 @@
+/**
+ * The shapes the management API answers with, as zod schemas: the OpenAPI document is generated
+ * from them (./openapi.ts), and the contract test checks every real answer against that document.
+ * Times are ISO 8601 strings in UTC, as JSON carries a Date.
+ */
+import * as z from "zod/mini";
+import { INBOX_STATUSES } from "../inbound/inbox.js";
+
+const time = z.iso.datetime();
+const nullableTime = z.nullable(time);
+const nullableText = z.nullable(z.string());
+const int = z.number().check(z.int());
+
+export const errorSchema = z.strictObject({
+  error: z.strictObject({
+    code: z.string(),
+    message: z.string(),
+    details: z.optional(z.unknown()),
+  }),
+});
+
+export const subscriptionSchema = z.strictObject({
+  id: z.string(),
+  url: z.string(),
+  eventTypes: z.array(z.string()),
+  secrets: z.optional(z.array(z.string())),
+  description: nullableText,
+  maxAttempts: z.nullable(int),
+  headers: z.record(z.string(), z.string()),
+  paused: z.boolean(),
+  pausedAt: nullableTime,
+  // Flow control (issue 15, migration 011): present once that migration is applied.
+  maxInFlight: z.optional(z.nullable(int)),
+  rateLimitPerSecond: z.optional(z.nullable(z.number())),
+  attemptTimeoutMs: z.optional(z.nullable(int)),
+  ordered: z.optional(z.boolean()),
+  status: z.enum(["active", "degraded", "disabled"]),
+  health: z.strictObject({
+    consecutiveFailures: int,
+    disabledReason: nullableText,
+    disabledAt: nullableTime,
+    nextProbeAt: nullableTime,
+    lastFailureAt: nullableTime,
+  }),
+  createdAt: time,
+  updatedAt: time,
+  /** Only in the answer to a creation with `backfill`: how many past events were sent. */
+  backfilled: z.optional(int),
+});
+
+export const deliverySchema = z.strictObject({
+  id: z.string(),
+  eventId: z.string(),
+  eventType: z.string(),
+  subscriptionId: z.string(),
+  status: z.enum(["pending", "delivered", "dead", "cancelled"]),
+  attempts: int,
+  nextAttemptAt: nullableTime,
+  leased: z.boolean(),
+  lastStatus: z.nullable(int),
+  lastError: nullableText,
+  deadReason: nullableText,
+  deadAt: nullableTime,
+  deliveredAt: nullableTime,
+  cancelledAt: nullableTime,
+  origin: z.nullable(z.enum(["resend", "test", "backfill"])),
+  requestedBy: nullableText,
+  replays: int,
+  createdAt: time,
+  updatedAt: time,
+});
+
+export const attemptSchema = z.strictObject({
+  id: int,
+  attemptNumber: int,
+  result: z.enum(["delivered", "retryable", "permanent", "gone"]),
+  status: z.nullable(int),
+  latencyMs: z.number(),
+  errorClass: nullableText,
+  responseExcerpt: nullableText,
+  probe: z.boolean(),
+  stale: z.boolean(),
+  createdAt: time,
+});
+
+export const deadLetterSchema = z.extend(deliverySchema, {
+  body: z.string(),
+  attemptLog: z.array(attemptSchema),
+  replayHistory: z.array(z.strictObject({ previousReason: nullableText, requestedBy: nullableText, createdAt: time })),
+});
+
+export const eventSummarySchema = z.strictObject({ id: z.string(), type: z.string(), occurredAt: z.string(), createdAt: time });
+export const eventDetailSchema = z.extend(eventSummarySchema, { data: z.unknown(), body: z.string(), deliveries: z.array(deliverySchema) });
+
+const enqueuedDelivery = z.strictObject({ id: z.string(), subscriptionId: z.string(), status: z.enum(["pending", "delivered", "dead", "cancelled"]) });
+export const enqueueResultSchema = z.strictObject({ eventId: z.string(), created: z.boolean(), deliveries: z.array(enqueuedDelivery) });
+export const sendResultSchema = z.strictObject({ eventId: z.string(), deliveries: z.array(enqueuedDelivery) });
+export const batchResultSchema = z.strictObject({ results: z.array(enqueueResultSchema) });
+export const replayResultSchema = z.strictObject({ replayed: z.array(z.string()), skipped: z.array(z.string()) });
+export const deletedSchema = z.strictObject({ id: z.string(), deletedAt: time, cancelledDeliveries: int });
+
+const inboxSummaryShape = {
+  id: z.string(),
+  partnerName: z.string(),
+  partnerEventId: z.string(),
+  eventType: nullableText,
+  status: z.enum(INBOX_STATUSES),
+  outcome: nullableText,
+  receivedAt: time,
+  nextAttemptAt: nullableTime,
+  processedAt: nullableTime,
+  attempts: int,
+  failures: int,
+  deferrals: int,
+  deferDeadlineAt: nullableTime,
+  entityKey: nullableText,
+  lastError: nullableText,
+  quarantineReason: nullableText,
+  payloadMismatches: int,
+  replays: int,
+  signatureVerified: z.boolean(),
+  payloadSha256: z.string(),
+};
+export const inboxSummarySchema = z.strictObject(inboxSummaryShape);
+export const inboxDetailSchema = z.strictObject({
+  ...inboxSummaryShape,
+  payloadText: z.string(),
+  payloadBase64: z.string(),
+  conflicts: z.array(z.strictObject({ payloadSha256: z.string(), payloadText: z.string(), deliveries: int, firstSeenAt: time, lastSeenAt: time })),
+  replayLog: z.array(z.strictObject({ requestedAt: time, requestedBy: z.string(), previousStatus: z.string(), previousReason: nullableText })),
+});
+export const inboxReplaySchema = z.strictObject({ replayed: z.array(z.string()), previousStatus: z.optional(z.string()) });
+
+export const entitySchema = z.strictObject({
+  machine: z.string(),
+  id: z.string(),
+  state: z.string(),
+  createdAt: time,
+  updatedAt: time,
+  version: int,
+  transitions: z.array(z.strictObject({ eventType: z.string(), outcome: z.string(), from: nullableText, to: nullableText, at: time, inboxEntryId: nullableText })),
+});
+
+export const ingestResultSchema = z.strictObject({ received: z.literal(true), inboxId: z.string(), duplicate: z.boolean(), payloadMismatch: z.optional(z.boolean()) });
+export const healthSchema = z.strictObject({ status: z.enum(["ok", "unavailable"]), database: z.string() });
+export const statsSchema = z.strictObject({
+  minutes: int,
+  series: z.array(z.strictObject({ minute: time, delivered: int, retried: int, failed: int, deadLettered: int })),
+});
+
+/** A page of a list: its rows under `name`, and `next`, the cursor of the next page or null. */
+export function pageOf(name: string, row: z.core.$ZodType) {
+  return z.strictObject({ [name]: z.array(row), next: z.nullable(z.string()) });
+}

@@ -1,0 +1,217 @@
+/**
+ * Must show 1: `/openapi.json` is a valid OpenAPI 3.1 document by an independent validator
+ * (@readme/openapi-parser), and every documented operation is sent to the running server, its
+ * successes and its errors, each answer's status being one the document lists for it and its body
+ * valid against that answer's schema (ajv, JSON Schema 2020-12). An operation added without a
+ * sample here, or a route left out of the document, fails the test: the spec cannot drift.
+ */
+import { validate } from "@readme/openapi-parser";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { generateSecret, sign } from "../../shared/outbound/signature.js";
+import { describeEachBackend } from "../support/databases.js";
+import { eventually, makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+
+type Json = Record<string, any>;
+
+interface Sample {
+  operationId: string;
+  method: string;
+  path: string;
+  query?: Record<string, string>;
+  body?: unknown;
+  /** Sent as is (with `contentType`), instead of `body` as JSON. */
+  raw?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+  /** null: no token; a string: that token. */
+  token?: string | null;
+  status: number;
+}
+
+/** Routes that are deliberately not operations of the API: the admin page's static files. */
+const UNDOCUMENTED = ["GET /admin", "GET /admin/:file"];
+
+const PARTNER_SECRET = generateSecret();
+
+describeEachBackend("OpenAPI document", (ctx) => {
+  let t: TestPlatform;
+  let receiver: TestReceiver;
+  let document: Json;
+  beforeAll(async () => {
+    receiver = await startTestReceiver();
+    t = await startTestPlatform(ctx.db, { PARTNERS: JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET] } }) });
+    document = await (await fetch(`${t.baseUrl}/openapi.json`)).json();
+  }, 180_000);
+  afterAll(async () => {
+    await t?.stop();
+    await receiver?.close();
+  });
+
+  it("is valid OpenAPI 3.1 by @readme/openapi-parser, and documents every route but the admin page's files", async () => {
+    expect(document.openapi).toBe("3.1.0");
+    const result = await validate(structuredClone(document) as never);
+    expect(result.errors ?? [], JSON.stringify(result.errors)).toEqual([]);
+    expect(result.valid).toBe(true);
+    const documented = new Set(Object.entries(document.paths as Json).flatMap(([path, ops]) => Object.keys(ops as Json).map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`)));
+    for (const route of t.platform.routes) {
+      const key = `${route.method} ${route.path}`;
+      if (!UNDOCUMENTED.includes(key)) expect(documented, key).toContain(key);
+    }
+    const page = await fetch(`${t.baseUrl}/docs`);
+    expect(page.headers.get("content-type")).toContain("text/html");
+    const html = await page.text();
+    for (const op of operations()) expect(html).toContain(`id="${op.operationId}"`);
+  });
+
+  function operations(): { method: string; path: string; operationId: string; op: Json }[] {
+    return Object.entries(document.paths as Json).flatMap(([path, ops]) =>
+      Object.entries(ops as Json).map(([method, op]) => ({ method, path, operationId: (op as Json).operationId as string, op: op as Json })));
+  }
+
+  it("every operation answers as documented, successes and errors alike", async () => {
+    receiver.answer = 200;
+    // What the samples refer to: a subscription, an event, a dead letter, an inbox entry, an order.
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/ok`, eventTypes: ["spec.*"] });
+    const sent = await t.api("POST", "/events", { id: "spec-1", type: "spec.a", data: { n: 1 } });
+    const deliveryId: string = sent.deliveries[0].id;
+    await eventually("delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(deliveryId)}`)).status === "delivered");
+    receiver.answer = ({ path }) => (path === "/dead" ? 400 : 200);
+    const dead = await makeDeadLetter(t, `${receiver.url}/dead`, "spec-dead");
+    const dead2 = await makeDeadLetter(t, `${receiver.url}/dead`, "spec-dead-2");
+    const body = JSON.stringify({ type: "order.created", data: { order_id: "spec-order", amount_cents: 100, currency: "EUR" } });
+    const ts = Math.floor(Date.now() / 1000);
+    const signed = { "webhook-id": "spec-msg-1", "webhook-timestamp": String(ts), "webhook-signature": `v1,${sign(PARTNER_SECRET, "spec-msg-1", ts, body)}` };
+    const stored = await (await fetch(`${t.baseUrl}/webhooks/shop`, { method: "POST", headers: { "content-type": "application/json", ...signed }, body })).json();
+    await eventually("the inbox entry settled", async () => (await t.api("GET", `/inbox/${stored.inboxId}`)).processedAt !== null);
+    // The sample order domain may or may not take this partner's events: the order is written here.
+    await ctx.db.query("INSERT INTO inbound_entities (machine, entity_id, state, created_at, updated_at) VALUES ('order', 'spec-order', 'created', now(), now()) ON CONFLICT DO NOTHING");
+    const gone = await t.api("POST", "/subscriptions", { url: `${receiver.url}/gone`, eventTypes: ["spec.*"] });
+    const toDelete = await t.api("POST", "/subscriptions", { url: `${receiver.url}/del`, eventTypes: ["nothing.here"] });
+    const d = encodeURIComponent(deliveryId);
+    const s = sub.id;
+    const missingUuid = "00000000-0000-4000-8000-000000000000";
+
+    const samples: Sample[] = [
+      { operationId: "health", method: "GET", path: "/healthz", token: null, status: 200 },
+      { operationId: "openApiDocument", method: "GET", path: "/openapi.json", token: null, status: 200 },
+      { operationId: "reference", method: "GET", path: "/docs", token: null, status: 200 },
+
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/new`, eventTypes: ["a.b"], headers: { "x-k": "v" } }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/bf`, eventTypes: ["spec.*"], backfill: { since: new Date(Date.now() - 3_600_000).toISOString() } }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: "not a url", eventTypes: [] }, status: 400 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", raw: "url=x", contentType: "application/x-www-form-urlencoded", status: 415 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: "https://example.com", eventTypes: ["a"] }, token: "wrong-token-wrong-token", status: 401 },
+      { operationId: "listSubscriptions", method: "GET", path: "/subscriptions", query: { limit: "1" }, status: 200 },
+      { operationId: "listSubscriptions", method: "GET", path: "/subscriptions", query: { paused: "maybe" }, status: 400 },
+      { operationId: "getSubscription", method: "GET", path: `/subscriptions/${s}`, status: 200 },
+      { operationId: "getSubscription", method: "GET", path: "/subscriptions/sub_missing", status: 404 },
+      { operationId: "updateSubscription", method: "PATCH", path: `/subscriptions/${s}`, body: { description: "edited", headers: { "x-tenant": "a" } }, status: 200 },
+      { operationId: "updateSubscription", method: "PATCH", path: `/subscriptions/${s}`, body: { headers: { "webhook-id": "x" } }, status: 400 },
+      { operationId: "updateSubscription", method: "PATCH", path: "/subscriptions/sub_missing", body: { description: "x" }, status: 404 },
+      { operationId: "pauseSubscription", method: "POST", path: `/subscriptions/${gone.id}/pause`, status: 200 },
+      { operationId: "pauseSubscription", method: "POST", path: "/subscriptions/sub_missing/pause", status: 404 },
+      { operationId: "resumeSubscription", method: "POST", path: `/subscriptions/${gone.id}/resume`, status: 200 },
+      { operationId: "resumeSubscription", method: "POST", path: "/subscriptions/sub_missing/resume", status: 404 },
+      { operationId: "enableSubscription", method: "POST", path: `/subscriptions/${s}/enable`, status: 200 },
+      { operationId: "enableSubscription", method: "POST", path: "/subscriptions/sub_missing/enable", status: 404 },
+      { operationId: "rotateSecrets", method: "POST", path: `/subscriptions/${gone.id}/secrets`, status: 200 },
+      { operationId: "rotateSecrets", method: "POST", path: `/subscriptions/${gone.id}/secrets`, body: { secrets: ["whsec_short"] }, status: 400 },
+      { operationId: "sendTestEvent", method: "POST", path: `/subscriptions/${s}/test`, status: 201 },
+      { operationId: "sendTestEvent", method: "POST", path: `/subscriptions/${s}/test`, body: { type: "Not A Type" }, status: 400 },
+      { operationId: "sendTestEvent", method: "POST", path: "/subscriptions/sub_missing/test", status: 404 },
+      { operationId: "deleteSubscription", method: "DELETE", path: `/subscriptions/${toDelete.id}`, status: 200 },
+      { operationId: "deleteSubscription", method: "DELETE", path: `/subscriptions/${toDelete.id}`, status: 404 },
+
+      { operationId: "sendEvent", method: "POST", path: "/events", body: { id: "spec-2", type: "spec.b", data: null }, status: 201 },
+      { operationId: "sendEvent", method: "POST", path: "/events", body: { id: "spec-2", type: "spec.b", data: null }, status: 200 },
+      { operationId: "sendEvent", method: "POST", path: "/events", body: { id: "spec-2", type: "spec.b", data: { other: true } }, status: 409 },
+      { operationId: "sendEvent", method: "POST", path: "/events", body: { type: "spec.b", data: "x".repeat(300_000) }, status: 413 },
+      { operationId: "sendEvent", method: "POST", path: "/events", raw: "{not json", contentType: "application/json", status: 400 },
+      { operationId: "sendEvents", method: "POST", path: "/events/batch", body: { events: [{ id: "spec-3", type: "spec.c", data: 1 }] }, status: 201 },
+      { operationId: "sendEvents", method: "POST", path: "/events/batch", body: { events: [{ id: "spec-3", type: "spec.c", data: 1 }] }, status: 200 },
+      { operationId: "sendEvents", method: "POST", path: "/events/batch", body: { events: [{ type: "" }] }, status: 400 },
+      { operationId: "listEvents", method: "GET", path: "/events", query: { type: "spec.a", limit: "1" }, status: 200 },
+      { operationId: "listEvents", method: "GET", path: "/events", query: { since: "not-a-time" }, status: 400 },
+      { operationId: "getEvent", method: "GET", path: "/events/spec-1", status: 200 },
+      { operationId: "getEvent", method: "GET", path: "/events/missing", status: 404 },
+      { operationId: "resendEvent", method: "POST", path: "/events/spec-1/resend", status: 201 },
+      { operationId: "resendEvent", method: "POST", path: "/events/spec-1/resend", body: { subscriptionId: dead.subscriptionId }, status: 409 },
+      { operationId: "resendEvent", method: "POST", path: "/events/spec-1/resend", body: { unknown: 1 }, status: 400 },
+      { operationId: "resendEvent", method: "POST", path: "/events/missing/resend", status: 404 },
+
+      { operationId: "listDeliveries", method: "GET", path: "/deliveries", query: { limit: "2" }, status: 200 },
+      { operationId: "listDeliveries", method: "GET", path: "/deliveries", query: { status: "lost" }, status: 400 },
+      { operationId: "getDelivery", method: "GET", path: `/deliveries/${d}`, status: 200 },
+      { operationId: "getDelivery", method: "GET", path: "/deliveries/missing", status: 404 },
+      { operationId: "listAttempts", method: "GET", path: `/deliveries/${d}/attempts`, status: 200 },
+      { operationId: "listAttempts", method: "GET", path: `/deliveries/${d}/attempts`, query: { cursor: "x" }, status: 400 },
+      { operationId: "listAttempts", method: "GET", path: "/deliveries/missing/attempts", status: 404 },
+
+      { operationId: "listDeadLetters", method: "GET", path: "/dead-letters", query: { eventType: "test.spec_dead" }, status: 200 },
+      { operationId: "listDeadLetters", method: "GET", path: "/dead-letters", query: { until: "tomorrow" }, status: 400 },
+      { operationId: "getDeadLetter", method: "GET", path: `/dead-letters/${encodeURIComponent(dead.deliveryId)}`, status: 200 },
+      { operationId: "getDeadLetter", method: "GET", path: `/dead-letters/${d}`, status: 404 },
+      { operationId: "replayDeadLetter", method: "POST", path: `/dead-letters/${encodeURIComponent(dead.deliveryId)}/replay`, status: 200 },
+      { operationId: "replayDeadLetter", method: "POST", path: `/dead-letters/${d}/replay`, status: 409 },
+      { operationId: "replayDeadLetter", method: "POST", path: "/dead-letters/missing/replay", status: 404 },
+      { operationId: "replayDeadLetters", method: "POST", path: "/dead-letters/replay", body: { filter: { subscriptionId: dead2.subscriptionId, since: "2000-01-01T00:00:00Z" } }, status: 200 },
+      { operationId: "replayDeadLetters", method: "POST", path: "/dead-letters/replay", body: { ids: [] }, status: 400 },
+
+      { operationId: "receiveWebhook", method: "POST", path: "/webhooks/shop", raw: body, contentType: "application/json", headers: signed, token: null, status: 200 },
+      { operationId: "receiveWebhook", method: "POST", path: "/webhooks/shop", raw: body, contentType: "application/json", headers: { ...signed, "webhook-signature": "v1,AAAA" }, token: null, status: 401 },
+      { operationId: "receiveWebhook", method: "POST", path: "/webhooks/nobody", raw: body, contentType: "application/json", token: null, status: 404 },
+      { operationId: "listInbox", method: "GET", path: "/inbox", query: { partner: "shop", limit: "1" }, status: 200 },
+      { operationId: "listInbox", method: "GET", path: "/inbox", query: { status: "lost" }, status: 400 },
+      { operationId: "getInboxEntry", method: "GET", path: `/inbox/${stored.inboxId}`, status: 200 },
+      { operationId: "getInboxEntry", method: "GET", path: `/inbox/${missingUuid}`, status: 404 },
+      { operationId: "getInboxEntry", method: "GET", path: "/inbox/not-a-uuid", status: 400 },
+      { operationId: "replayInboxEntry", method: "POST", path: `/inbox/${stored.inboxId}/replay`, status: 202 },
+      { operationId: "replayInboxEntry", method: "POST", path: `/inbox/${missingUuid}/replay`, status: 404 },
+      { operationId: "replayInbox", method: "POST", path: "/inbox/replay", body: { partner: "shop" }, status: 202 },
+      { operationId: "replayInbox", method: "POST", path: "/inbox/replay", body: { status: "lost" }, status: 400 },
+      { operationId: "getEntity", method: "GET", path: "/entities/order/spec-order", status: 200 },
+      { operationId: "getEntity", method: "GET", path: "/entities/order/missing", status: 404 },
+      { operationId: "deliveriesPerMinute", method: "GET", path: "/stats/deliveries-per-minute", query: { minutes: "5" }, status: 200 },
+      { operationId: "deliveriesPerMinute", method: "GET", path: "/stats/deliveries-per-minute", query: { minutes: "0" }, status: 400 },
+    ];
+
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+    const byId = new Map(operations().map((o) => [o.operationId, o]));
+    // Every documented operation has a sample that succeeds, and every one that can fail one that does.
+    const canOnlySucceed = new Set(["health", "openApiDocument", "reference"]);
+    for (const id of byId.keys()) {
+      expect(samples.some((x) => x.operationId === id && x.status < 300), `a success sample for ${id}`).toBe(true);
+      if (!canOnlySucceed.has(id)) expect(samples.some((x) => x.operationId === id && x.status >= 400), `an error sample for ${id}`).toBe(true);
+    }
+    for (const sample of samples) {
+      const documented = byId.get(sample.operationId);
+      expect(documented, `${sample.operationId} is documented`).toBeDefined();
+      expect(`${documented!.method.toUpperCase()} ${documented!.path}`).toBe(`${sample.method} ${sample.path.split("/").map((seg, i) => (documented!.path.split("/")[i]?.startsWith("{") ? documented!.path.split("/")[i] : seg)).join("/")}`);
+      const url = new URL(t.baseUrl + sample.path);
+      for (const [k, v] of Object.entries(sample.query ?? {})) url.searchParams.set(k, v);
+      const headers: Record<string, string> = { ...sample.headers };
+      const token = sample.token === undefined ? t.token : sample.token;
+      if (token) headers.authorization = `Bearer ${token}`;
+      let payload: string | undefined;
+      if (sample.raw !== undefined) { payload = sample.raw; headers["content-type"] = sample.contentType ?? "application/octet-stream"; }
+      else if (sample.body !== undefined) { payload = JSON.stringify(sample.body); headers["content-type"] = "application/json"; }
+      const res = await fetch(url, { method: sample.method, headers, body: payload });
+      const what = `${sample.method} ${sample.path} (${sample.operationId})`;
+      const text = await res.text();
+      expect(res.status, `${what}: ${text.slice(0, 300)}`).toBe(sample.status);
+      const answer = documented!.op.responses[String(res.status)];
+      expect(answer, `${what}: ${res.status} is documented`).toBeDefined();
+      const content = answer.content as Json | undefined;
+      if (!content) { expect(text, what).toBe(""); continue; }
+      const [mediaType, { schema }] = Object.entries(content)[0] as [string, { schema: Json }];
+      if (mediaType !== "application/json") { expect(res.headers.get("content-type"), what).toContain(mediaType); continue; }
+      expect(res.headers.get("content-type"), what).toContain("application/json");
+      const check = ajv.compile(schema);
+      const ok = check(JSON.parse(text));
+      expect(ok, `${what}: body ${text.slice(0, 400)} against the document: ${ajv.errorsText(check.errors)}`).toBe(true);
+    }
+  });
+});
