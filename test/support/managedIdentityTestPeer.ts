@@ -1,15 +1,16 @@
 /**
  * Managed identity endpoint TEST PEER: a local HTTP server playing the token endpoint that Azure
  * Functions / App Service expose to an app with a managed identity (`IDENTITY_ENDPOINT`,
- * `IDENTITY_HEADER`, api-version 2019-08-01). Not the real service, which runs only inside Azure.
+ * `IDENTITY_HEADER`, api-version 2019-08-01). Not the real service, which runs only inside Azure,
+ * and no official emulator of it exists; its client is the official one (`@azure/identity`'s
+ * `ManagedIdentityCredential`, through MSAL), so what it must accept is what Microsoft's code sends.
  *
  * What it models: `GET <path>?api-version=2019-08-01&resource=<r>[&client_id=<id>]` with the
  * `X-IDENTITY-HEADER` secret; 401 for a missing or wrong secret, 400 for another api-version, a
  * missing resource or a client id of no assigned identity; 200 with `access_token`, `expires_on`
  * (epoch seconds, as a string), `resource`, `token_type`, `client_id`. Tokens are JWT-shaped
- * (unsigned) with the audience, issuer and times Azurite's `--oauth basic` checks. It records every
- * request and can be told to answer the next ones with a given status and body, or to hold them
- * unanswered (an endpoint that hangs) until `releaseHeld` answers them normally.
+ * (unsigned) with the audience, issuer and times Azurite's `--oauth basic` checks, valid an hour.
+ * It records every request.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
@@ -28,16 +29,6 @@ export interface ManagedIdentityTestPeer {
   /** Client id of the user-assigned identity it knows (besides the system-assigned one). */
   userAssignedClientId: string;
   requests: IdentityRequest[];
-  /** Lifetime of the tokens it issues. Default: 3600 s. */
-  tokenLifetimeSeconds: number;
-  /** Answer the next `times` requests with this status and raw body instead. */
-  failNext(times: number, status: number, body: string): void;
-  /** Leave the next `times` requests unanswered (they are counted in `requests` when they arrive). */
-  holdNext(times: number): void;
-  /** How many requests are held unanswered now. */
-  heldCount(): number;
-  /** Answer the held requests as usual (a closed connection is skipped). */
-  releaseHeld(): void;
   close(): Promise<void>;
 }
 
@@ -59,12 +50,9 @@ function seenIn(req: IncomingMessage): IdentityRequest {
 export async function startManagedIdentityTestPeer(): Promise<ManagedIdentityTestPeer> {
   const secret = randomUUID();
   const userAssignedClientId = randomUUID();
-  const failures: ({ status: number; body: string } | "hold")[] = [];
-  const held: (() => void)[] = [];
   const requests: IdentityRequest[] = [];
-  const peer = { tokenLifetimeSeconds: 3600 };
 
-  /** What the endpoint answers `req` when told nothing else. */
+  /** What the endpoint answers `req`. */
   const answer = (req: IncomingMessage): { status: number; body: string } => {
     const url = new URL(req.url ?? "/", "http://peer");
     const seen = seenIn(req);
@@ -75,7 +63,7 @@ export async function startManagedIdentityTestPeer(): Promise<ManagedIdentityTes
     if (!seen.resource) return error(400, "The resource parameter is required.");
     if (seen.clientId && seen.clientId !== userAssignedClientId) return error(400, "Unable to load the proper Managed Identity.");
     const now = Math.floor(Date.now() / 1000);
-    const expiresOn = now + peer.tokenLifetimeSeconds;
+    const expiresOn = now + 3600;
     const clientId = seen.clientId ?? SYSTEM_ASSIGNED;
     const claims = { aud: seen.resource.replace(/\/$/, ""), iss: `https://sts.windows.net/${TENANT}/`, iat: now, nbf: now - 60, exp: expiresOn, appid: clientId, oid: clientId, tid: TENANT };
     return {
@@ -92,27 +80,15 @@ export async function startManagedIdentityTestPeer(): Promise<ManagedIdentityTes
 
   const server = createServer((req, res) => {
     requests.push(seenIn(req));
-    const reply = ({ status, body }: { status: number; body: string }) => res.writeHead(status, { "content-type": "application/json" }).end(body);
-    const told = failures.shift();
-    if (told === "hold") held.push(() => { if (!res.destroyed) reply(answer(req)); });
-    else reply(told ?? answer(req));
+    const { status, body } = answer(req);
+    res.writeHead(status, { "content-type": "application/json" }).end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  return Object.assign(peer, {
+  return {
     env: { IDENTITY_ENDPOINT: `http://127.0.0.1:${port}/msi/token`, IDENTITY_HEADER: secret },
     userAssignedClientId,
     requests,
-    failNext(times: number, status: number, body: string) {
-      for (let i = 0; i < times; i++) failures.push({ status, body });
-    },
-    holdNext(times: number) {
-      for (let i = 0; i < times; i++) failures.push("hold");
-    },
-    heldCount: () => held.length,
-    releaseHeld() {
-      for (const release of held.splice(0)) release();
-    },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  });
+  };
 }
