@@ -16,6 +16,10 @@
  * (it stops at verification, 401), and the table says so. A second ingest row per cloud,
  * "ingest (claim-check)", sends a body over the queue's limit, so its first event also loads and
  * uses the claim-check store's SDK (S3 on moto, Blob on Azurite, Cloud Storage on the test peer).
+ * On Azure a third, "ingest (claim-check, managed identity)", stores it with the managed identity
+ * as the stack configures it (Azurite over HTTPS with `--oauth basic`, tokens from the identity
+ * endpoint test peer, Azurite's certificate trusted through NODE_EXTRA_CA_CERTS), so that first
+ * event also loads the credential and asks for its first token.
  *
  * With BENCH_FUNCTIONS_BASELINE=<commit>, that commit's functions are built too (its tree from
  * `git archive`, under dist/bench-baseline/, with this checkout's node_modules) and every run of
@@ -46,6 +50,8 @@ import { createEmulatorTopics, MOTO_CLIENT_CONFIG, MOTO_URL, createMotoQueuePair
 import { startServiceBusTestPeer } from "../test/support/serviceBusTestPeer.js";
 import { startAzurite } from "../test/support/azurite.js";
 import { startGcsTestPeer } from "../test/support/gcsTestPeer.js";
+import { startManagedIdentityTestPeer } from "../test/support/managedIdentityTestPeer.js";
+import { makeCertificate } from "../test/wiring/support/certificates.js";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 
@@ -158,7 +164,12 @@ async function buildBaseline(commit: string): Promise<BuiltFunction[]> {
   return buildThen(join(dir, "dist/functions"));
 }
 
-interface Case { cloud: BuiltFunction["cloud"]; name: BuiltFunction["name"]; claimCheck: boolean; label: string }
+interface Case { cloud: BuiltFunction["cloud"]; name: BuiltFunction["name"]; claimCheck: boolean; label: string; env?: Record<string, string> }
+/** `base` with `extra` over it; an empty value removes the setting. */
+function withEnv(base: Record<string, string>, extra: Record<string, string> = {}): Record<string, string> {
+  return Object.fromEntries(Object.entries({ ...base, ...extra }).filter(([, v]) => v !== ""));
+}
+
 interface Row { c: Case; note: string; builds: { f: BuiltFunction; runs: Measured[] }[] }
 
 async function main(): Promise<void> {
@@ -167,10 +178,6 @@ async function main(): Promise<void> {
   // The request-path functions; `migrate` is a deploy step (once per deploy), not on a cold path.
   const onPath = (f: BuiltFunction) => f.name === "ingest" || f.name === "processor" || f.name === "relay";
   const variants = [...(BASELINE ? [(await buildBaseline(BASELINE)).filter(onPath)] : []), (await buildFunctions()).filter(onPath)];
-  const cases: Case[] = variants.at(-1)!.flatMap((f) => [
-    { cloud: f.cloud, name: f.name, claimCheck: false, label: `${f.cloud}/${f.name}` },
-    ...(f.name === "ingest" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: `${f.cloud}/ingest (claim-check)` }] : []),
-  ]);
 
   const database = await createServerDatabase();
   const db: Database = openPostgres({ connectionString: database.url, max: 2 });
@@ -190,8 +197,31 @@ async function main(): Promise<void> {
   if (motoUp) await new S3Client({ ...MOTO_CLIENT_CONFIG, forcePathStyle: true }).send(new CreateBucketCommand({ Bucket: bucket }));
   const azurite = await startAzurite();
   await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("claim-checks").createIfNotExists();
+  // The managed-identity path: Azurite over HTTPS checking bearer tokens, and the identity endpoint's test peer.
+  const certDir = await mkdtemp(join(tmpdir(), "bench-functions-tls-"));
+  const tls = await makeCertificate(certDir, "IP:127.0.0.1");
+  const azuriteTls = await startAzurite({ tls: { certPath: tls.certPath, keyPath: tls.keyPath } });
+  const identity = await startManagedIdentityTestPeer();
+  {
+    const { AccountSASPermissions, generateAccountSASQueryParameters, StorageSharedKeyCredential } = await import("@azure/storage-blob");
+    const { request } = await import("node:https");
+    const key = /AccountKey=([^;]+)/.exec(azuriteTls.connectionString)![1]!;
+    const sas = generateAccountSASQueryParameters({ expiresOn: new Date(Date.now() + 3_600_000), permissions: AccountSASPermissions.parse("c"), services: "b", resourceTypes: "c" }, new StorageSharedKeyCredential("devstoreaccount1", key)).toString();
+    await new Promise<void>((resolve, reject) => {
+      request(new URL(`${azuriteTls.blobEndpoint}/claim-checks?restype=container&${sas}`), { method: "PUT", headers: { "content-length": "0" }, ca: tls.ca }, (res) => { res.resume(); res.statusCode === 201 ? resolve() : reject(new Error(`container: ${res.statusCode}`)); }).on("error", reject).end();
+    });
+  }
+  const managedIdentity = {
+    WEBHOOKS_CLAIM_CHECK_CONNECTION: "", WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: azuriteTls.blobEndpoint, AZURE_CLIENT_ID: identity.userAssignedClientId,
+    ...identity.env, NODE_EXTRA_CA_CERTS: tls.caPath,
+  };
   const gcs = await startGcsTestPeer();
   const claimChecks = { MAX_INBOUND_BODY_BYTES: String(16 * 1024 * 1024) };
+  const cases: Case[] = variants.at(-1)!.flatMap((f) => [
+    { cloud: f.cloud, name: f.name, claimCheck: false, label: `${f.cloud}/${f.name}` },
+    ...(f.name === "ingest" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: `${f.cloud}/ingest (claim-check)` }] : []),
+    ...(f.name === "ingest" && f.cloud === "azure" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: "azure/ingest (claim-check, managed identity)", env: managedIdentity }] : []),
+  ]);
 
   const envs: Record<BuiltFunction["cloud"], Record<string, string>> = {
     aws: {
@@ -230,7 +260,7 @@ async function main(): Promise<void> {
           if (c.name === "relay") await dueDelivery();
           const { event, note: n } = eventFor(c.cloud, c.name, queueUp[c.cloud], c.claimCheck);
           note = n;
-          b.runs.push(await coldStart(dir, b.f, envs[c.cloud], event));
+          b.runs.push(await coldStart(dir, b.f, withEnv(envs[c.cloud], c.env), event));
         }
       }
       rows.push({ c, note, builds });
@@ -242,6 +272,9 @@ async function main(): Promise<void> {
     await sqs?.remove();
     await topics?.remove();
     await azurite.stop();
+    await azuriteTls.stop();
+    await identity.close();
+    await rm(certDir, { recursive: true, force: true });
     await gcs.close();
     await receiver.close();
     await db.close();
