@@ -87,6 +87,7 @@ const GCP_DEPENDENCIES: Record<string, string> = {
  *   default English messages, so `z.locales` keeps `en` alone.
  * - undici: the outbound transport uses only `Agent` and `buildConnector`; undici's index pulls
  *   in fetch, WebSocket, caches and mocks besides (~350 KiB), so those two come from their files.
+ * - @google-cloud/pubsub's generated `protos` classes, which nothing bundled uses (below);
  * - our own modules have no import-time side effects, so a module none of whose exports a
  *   function uses is dropped (Azure's and GCP's `handlers.ts` hold all three handlers).
  */
@@ -97,6 +98,15 @@ const trims: Plugin = {
   setup(b) {
     b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
       args.importer.includes(`${join("node_modules", "zod")}`) ? { path: "zod-locales-en", namespace: "trims" } : undefined);
+    // @google-cloud/pubsub's index re-exports `protos`, its generated message classes (~680 KiB
+    // minified), for callers that build protobuf objects themselves; the clients encode from
+    // protos.json, and our code never reads `protos`: it resolves to a module saying so.
+    b.onResolve({ filter: /^\.\.\/protos\/protos$/ }, (args) =>
+      /@google-cloud[\\/]pubsub[\\/]build[\\/]src[\\/]index\.js$/.test(args.importer) ? { path: "pubsub-protos-stub", namespace: "trims" } : undefined);
+    b.onLoad({ filter: /^pubsub-protos-stub$/, namespace: "trims" }, () => ({
+      contents: `module.exports = new Proxy({}, { get(_, key) { if (typeof key === "symbol" || key === "__esModule" || key === "then") return undefined; throw new Error("@google-cloud/pubsub's protos are not bundled in the functions (functions/build.ts)"); } });`,
+      loader: "js",
+    }));
     b.onResolve({ filter: /^undici$/ }, (args) =>
       args.importer.startsWith(join(root, "shared")) ? { path: "undici-agent", namespace: "trims" } : undefined);
     b.onLoad({ filter: /^zod-locales-en$/, namespace: "trims" }, () => ({
