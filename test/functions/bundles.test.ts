@@ -9,8 +9,8 @@
  *   official SDKs: that is what every cold start pays;
  * - all chunks (what is zipped): under 4 MiB. The platforms allow far more (Lambda 50 MB zipped,
  *   Azure Functions zip deploy and Cloud Functions 100 MB of source); the cap catches a bundle
- *   that grows by whole SDKs unnoticed. The largest today is GCP ingest, about 3.4 MiB: the
- *   Pub/Sub client (gRPC, protobuf and its protos, google-gax, google-auth-library; about 2.2 MiB
+ *   that grows by whole SDKs unnoticed. The largest today are GCP ingest and processor, about
+ *   2.7 MiB: the Pub/Sub client (google-gax, gRPC, protobuf, google-auth-library; about 1.5 MiB
  *   minified, loaded on the first publish) and the Cloud Storage client (about 0.8 MiB, loaded
  *   only for a claim-check), each with its own google-auth-library major version.
  */
