@@ -178,11 +178,46 @@ function externals(cloud: Cloud): string[] {
   return always;
 }
 
+/**
+ * `INBOUND_HANDLERS=<module>` at build time: the user's handler module is bundled into every
+ * function in place of shared/cloud/bundledHandlers.ts (which exports none), validated as the
+ * local platform validates it. Unset: the default bundles, with no handlers.
+ */
+function inboundHandlers(spec: string): Plugin {
+  const path = resolve(process.cwd(), spec);
+  return {
+    name: "inbound-handlers",
+    setup(b) {
+      b.onLoad({ filter: /shared[\\/]cloud[\\/]bundledHandlers\.ts$/ }, () => {
+        if (!existsSync(path)) throw new Error(`INBOUND_HANDLERS: ${path} does not exist; set it to your handler module, relative to ${process.cwd()}.`);
+        return {
+          contents: [
+            `import * as module from ${JSON.stringify(path)};`,
+            `import { handlersOf } from ${JSON.stringify(join(root, "shared/inbound/handlers.ts"))};`,
+            `const handlers = handlersOf(module, ${JSON.stringify(`INBOUND_HANDLERS (${spec})`)});`,
+            "export function bundledHandlers() { return handlers; }",
+            `export function useBundledHandlers() { throw new Error("This bundle was built with INBOUND_HANDLERS; its handlers are fixed."); }`,
+          ].join("\n"),
+          loader: "ts",
+          resolveDir: root,
+        };
+      });
+    },
+  };
+}
+
 const BANNER = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 const DIRNAME_BANNER = " import { fileURLToPath as __fu } from 'node:url'; import { dirname as __dn } from 'node:path'; const __filename = __fu(import.meta.url); const __dirname = __dn(__filename);";
 
-export async function buildFunctions(outDir = join(root, "dist/functions")): Promise<BuiltFunction[]> {
+export interface BuildOptions {
+  /** The user's inbound handler module to bundle into every function. Default: INBOUND_HANDLERS, or none. */
+  inboundHandlers?: string;
+}
+
+export async function buildFunctions(outDir = join(root, "dist/functions"), options: BuildOptions = {}): Promise<BuiltFunction[]> {
   const built: BuiltFunction[] = [];
+  const handlerModule = options.inboundHandlers ?? process.env.INBOUND_HANDLERS;
+  const handlerPlugins = handlerModule ? [inboundHandlers(handlerModule)] : [];
   for (const cloud of CLOUDS) {
     const sources = new Set(await readdir(join(root, "functions", cloud)).catch(() => []));
     for (const name of FUNCTIONS) {
@@ -210,7 +245,7 @@ export async function buildFunctions(outDir = join(root, "dist/functions")): Pro
         legalComments: "none",
         // pg's optional native binding is never used; PGlite is for local runs only.
         external: externals(cloud),
-        plugins: cloud === "azure" ? [trims, azureTrims] : [trims],
+        plugins: [...handlerPlugins, ...(cloud === "azure" ? [trims, azureTrims] : [trims])],
         metafile: true,
         // Bundled CommonJS dependencies call require(); give ESM output one. On GCP google-gax and
         // grpc-js also name __dirname at load (for proto directories the bundled clients never read).

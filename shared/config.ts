@@ -80,6 +80,8 @@ const schema = z.object({
   /** Inbound partners as JSON (see README), or PARTNERS_FILE pointing at such a file. */
   PARTNERS: z.optional(z.string()),
   PARTNERS_FILE: z.optional(z.string()),
+  /** Your inbound handler module (docs/inbound-handlers.md), a path relative to the working directory. Unset: events are recorded as ignored. */
+  INBOUND_HANDLERS: z.optional(z.string()),
   /** Inbox entries the processor claims per round. Default: 20. */
   INBOX_BATCH_SIZE: intFrom(1, 1000, 20),
   /** Seconds a processor's claim lasts before another may take the entry. Default: 60. */

@@ -12,6 +12,8 @@ import { outboundRoutes } from "./server/routes/outbound.js";
 import { subscriptionRoutes } from "./server/routes/subscriptions.js";
 import { inboundRoutes } from "./server/routes/inbound.js";
 import { startInboxWorker } from "./inbound/worker.js";
+import type { InboundHandler } from "./inbound/handlers.js";
+import { loadHandlers } from "./inbound/loadHandlers.js";
 import { startOutboundRelay } from "./outbound/worker.js";
 import { startRetention } from "./retention/run.js";
 import { adminRoutes } from "./server/routes/admin.js";
@@ -47,6 +49,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Start the background workers. Default: true. */
   workers?: boolean;
+  /** Inbound handlers to run instead of loading INBOUND_HANDLERS (tests). */
+  handlers?: readonly InboundHandler[];
 }
 
 export async function startPlatform(config: Config, options: StartOptions = {}): Promise<Platform> {
@@ -86,7 +90,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   const workers: BackgroundWorker[] = [];
   if (options.workers !== false) {
     // Each area registers its workers here.
-    workers.push(startInboxWorker(ctx));
+    workers.push(startInboxWorker(ctx, options.handlers ?? (await loadHandlers(config.INBOUND_HANDLERS))));
     workers.push(await startOutboundRelay(ctx));
     // Finished outbound and inbound work past its retention is deleted, about hourly.
     workers.push(startRetention(ctx));

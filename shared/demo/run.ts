@@ -7,10 +7,12 @@
  *
  * Demo-only settings: an in-memory database (unless DATABASE_URL or DATA_DIR is set), the SSRF
  * allow-list opened for 127.0.0.1, a 1 s deferral delay, fast polling, and a maximum of 2 attempts
- * on the broken endpoint's subscription. Nothing else differs from `npm start`.
+ * on the broken endpoint's subscription, and the example order handlers (examples/orders) as
+ * INBOUND_HANDLERS unless it is set. Nothing else differs from `npm start`.
  */
 import type { Server } from "node:http";
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { loadConfig, type Config } from "../config.js";
 import type { Database } from "../db/port.js";
 import { startAlertWorker } from "../alerts.js";
@@ -52,6 +54,8 @@ export function demoSettings(env: Record<string, string | undefined>, receiver: 
     ...(env.DATABASE_URL || env.DATA_DIR ? {} : { DATA_DIR: "memory://" }),
     ALLOWED_DESTINATIONS: "127.0.0.1",
     PARTNERS: JSON.stringify({ [DEMO_PARTNER]: { scheme: "standard-webhooks", secrets: [secrets.partner] } }),
+    // The sample order domain, loaded as a user's handler module is (never imported by the core).
+    INBOUND_HANDLERS: env.INBOUND_HANDLERS ?? fileURLToPath(new URL("../../examples/orders/handlers.ts", import.meta.url)),
     INBOX_DEFER_DELAY_SECONDS: "1",
     INBOX_POLL_MS: "200",
     OUTBOUND_POLL_INTERVAL_MS: "200",

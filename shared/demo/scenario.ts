@@ -107,7 +107,7 @@ export async function runScenario(input: ScenarioInput): Promise<DemoSummary> {
   const orders: DemoSummary["inbound"]["orders"] = {};
   await wait("the orders to converge", async () => {
     for (const [id, expected] of Object.entries(partner.expectedOrders)) {
-      const order = await api.get<{ state: string }>(`/orders/${encodeURIComponent(id)}`).catch(() => undefined);
+      const order = await api.get<{ state: string }>(`/entities/order/${encodeURIComponent(id)}`).catch(() => undefined);
       orders[id] = { state: order?.state ?? null, expected };
     }
     return Object.values(orders).every((o) => o.state === o.expected);

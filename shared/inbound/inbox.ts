@@ -6,12 +6,13 @@
  * raw bytes kept. Statuses: `pending` (new or replayed, due now), `deferred` (its prerequisite
  * has not arrived; retried until a deadline), `failed` (an error; retried on the schedule),
  * `processed` (done: applied, or a recorded no-op), `quarantined` (dead letter: not retried
- * automatically, listed with its reason, replayable).
+ * automatically, listed with its reason, replayable), `ignored` (no handler takes it: settled,
+ * listed, replayable).
  */
 import { createHash } from "node:crypto";
 import type { Queryable } from "../db/port.js";
 
-export const INBOX_STATUSES = ["pending", "deferred", "failed", "processed", "quarantined"] as const;
+export const INBOX_STATUSES = ["pending", "deferred", "failed", "processed", "quarantined", "ignored"] as const;
 export type InboxStatus = (typeof INBOX_STATUSES)[number];
 
 export function sha256Hex(bytes: Buffer): string {
@@ -115,7 +116,7 @@ type Row = Record<string, unknown>;
 const iso = (v: unknown): string | null => (v == null ? null : new Date(v as string | Date).toISOString());
 
 function toSummary(r: Row): InboxEntrySummary {
-  const settled = r.status === "processed" || r.status === "quarantined";
+  const settled = r.status === "processed" || r.status === "quarantined" || r.status === "ignored";
   return {
     id: String(r.id),
     partnerName: String(r.partner_name),

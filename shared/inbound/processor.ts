@@ -33,7 +33,9 @@ export type HandlerOutcome =
   | { kind: "duplicate" | "stale"; entityKey: string; detail: string }
   | { kind: "deferred"; entityKey: string; reason: string }
   /** Can never succeed as it is (malformed, impossible transition): quarantined at once. */
-  | { kind: "rejected"; entityKey?: string; reason: string };
+  | { kind: "rejected"; entityKey?: string; reason: string }
+  /** No handler takes it: settled as `ignored` (visible, replayable once a handler takes it). */
+  | { kind: "ignored"; reason: string };
 
 /** Runs inside the processor's transaction: reads and writes through `tx` only. */
 export type InboxHandler = (tx: Transaction, entry: ClaimedEntry, context: { now: Date }) => Promise<HandlerOutcome>;
@@ -170,7 +172,7 @@ export class InboxProcessor {
     );
     const row = after.rows[0];
     if (!row) throw new Error(`No inbox entry ${id}: store it before running it.`);
-    const settled = row.status === "processed" || row.status === "quarantined";
+    const settled = row.status === "processed" || row.status === "quarantined" || row.status === "ignored";
     return {
       result: result ?? (settled ? "settled" : "busy"),
       status: row.status,
@@ -298,6 +300,14 @@ export class InboxProcessor {
       case "rejected":
         await this.quarantine(tx, entry, outcome.reason, now, "rejected", outcome.entityKey ?? null);
         return "quarantined" as const;
+      case "ignored":
+        await tx.query(
+          `UPDATE inbox_entries SET status = 'ignored', outcome = 'ignored', processed_at = $2::timestamptz, lease_token = NULL,
+             last_error = $3, quarantine_reason = NULL
+           WHERE id = $1`,
+          [entry.id, at, outcome.reason],
+        );
+        return "processed" as const;
     }
   }
 

@@ -10,7 +10,7 @@
 import type { Database } from "../db/port.js";
 import { signalInboxStored, type InboxStatus } from "./inbox.js";
 
-export const REPLAYABLE_STATUSES = ["quarantined", "failed", "deferred", "processed"] as const;
+export const REPLAYABLE_STATUSES = ["quarantined", "failed", "deferred", "processed", "ignored"] as const;
 export type ReplayableStatus = (typeof REPLAYABLE_STATUSES)[number];
 
 export interface ReplayBy {

@@ -1,17 +1,27 @@
 /**
- * The inbox processor as the local platform runs it: the order domain as handler, applied
- * transitions published through the outbox, settings from the configuration.
+ * The inbox processor as the platform runs it: the user's handlers (INBOUND_HANDLERS) dispatched
+ * by partner and event type, settings from the configuration.
  */
 import type { PlatformContext } from "../platform.js";
-import { enqueueOrderEvents } from "./orderEvents.js";
-import { createOrderHandler } from "./orders.js";
+import { createDispatchHandler } from "./dispatch.js";
+import type { InboundHandler } from "./handlers.js";
 import { InboxProcessor } from "./processor.js";
+import { loadPartners, type PartnerConfig } from "./verify/index.js";
 
-export function createInboxProcessor(ctx: PlatformContext): InboxProcessor {
+/**
+ * @param partners whose `unhandled` setting applies. Default: PARTNERS / PARTNERS_FILE of the
+ * configuration (the cloud functions pass the partners they loaded from their secret store).
+ */
+export function createInboxProcessor(
+  ctx: PlatformContext,
+  handlers: readonly InboundHandler[] = [],
+  partners: ReadonlyMap<string, PartnerConfig> = loadPartners({ PARTNERS: ctx.config.PARTNERS, PARTNERS_FILE: ctx.config.PARTNERS_FILE }),
+): InboxProcessor {
   const { config } = ctx;
+  const quarantineUnhandled = new Set([...partners.values()].filter((p) => p.unhandled === "quarantine").map((p) => p.name));
   return new InboxProcessor({
     db: ctx.db,
-    handler: createOrderHandler({ onApplied: enqueueOrderEvents({ maxPayloadBytes: config.MAX_PAYLOAD_BYTES }) }),
+    handler: createDispatchHandler(handlers, { quarantineUnhandled, enqueue: { maxPayloadBytes: config.MAX_PAYLOAD_BYTES } }),
     batchSize: config.INBOX_BATCH_SIZE,
     leaseSeconds: config.INBOX_LEASE_SECONDS,
     pollIntervalMs: config.INBOX_POLL_MS,
@@ -23,6 +33,6 @@ export function createInboxProcessor(ctx: PlatformContext): InboxProcessor {
 }
 
 /** Starts the processor; `stop()` finishes the round in flight. */
-export function startInboxWorker(ctx: PlatformContext): InboxProcessor {
-  return createInboxProcessor(ctx).start();
+export function startInboxWorker(ctx: PlatformContext, handlers: readonly InboundHandler[] = []): InboxProcessor {
+  return createInboxProcessor(ctx, handlers).start();
 }

@@ -19,7 +19,7 @@ import { checkRetention, inBatches, type PurgeOptions } from "./policy.js";
 const PURGE_PROCESSED = `DELETE FROM inbox_entries
    WHERE id IN (
      SELECT id FROM inbox_entries
-     WHERE status = 'processed'
+     WHERE status IN ('processed', 'ignored')
        AND received_at < now() - make_interval(days => $1::int)
        AND processed_at < now() - make_interval(days => $1::int)
      LIMIT $2

@@ -4,6 +4,12 @@
  */
 import type { Queryable } from "../../shared/db/port.js";
 import { signed } from "../inbound/helpers.js";
+import { useBundledHandlers } from "../../shared/cloud/bundledHandlers.js";
+import orderHandlers from "../../examples/orders/handlers.js";
+
+// The functions' sources run here, not a bundle: give their processors the example order domain,
+// as a bundle built with INBOUND_HANDLERS=examples/orders/handlers.ts has it.
+useBundledHandlers(orderHandlers);
 
 // The same partner ("shop", Standard Webhooks, signed by the reference library) as the inbound tests.
 export { PARTNERS_JSON, SECRET, orderState } from "../inbound/helpers.js";

@@ -1,12 +1,12 @@
 /**
  * The convergence property through the real path: signed deliveries → ingest → inbox → processor
- * → orders table, on both backends. (The 2000-run version on the pure reconciler is in
+ * → the order example's entities, on both backends. (The 2000-run version on the pure reconciler is in
  * reconciler.test.ts; this one is smaller because each run is a handful of transactions.)
  */
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import { ingest } from "../../shared/inbound/ingest.js";
-import { orderMachine } from "../../shared/inbound/orders.js";
+import { orderMachine } from "../../examples/orders/handlers.js";
 import { replayInOrder } from "../../shared/inbound/stateMachine.js";
 import { describeEachBackend } from "../support/databases.js";
 import { orderEvent, orderProcessor, orderState, partners, signed, TestClock } from "./helpers.js";
@@ -63,7 +63,7 @@ describeEachBackend("convergence through ingest and the processor (property)", (
         );
         expect(open.rows).toEqual([]);
         const applied = await ctx.db.query<{ event_type: string }>(
-          "SELECT event_type FROM order_transitions WHERE order_id = $1 AND outcome = 'applied'",
+          "SELECT event_type FROM inbound_transitions WHERE machine = 'order' AND entity_id = $1 AND outcome = 'applied'",
           [orderId],
         );
         const types = applied.rows.map((r) => r.event_type);

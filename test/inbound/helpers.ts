@@ -6,7 +6,12 @@ import { Webhook } from "standardwebhooks";
 import type { Database } from "../../shared/db/port.js";
 import { parsePartners } from "../../shared/inbound/verify/index.js";
 import { InboxProcessor, type InboxHandler, type ProcessorOptions } from "../../shared/inbound/processor.js";
-import { createOrderHandler } from "../../shared/inbound/orders.js";
+import { createDispatchHandler } from "../../shared/inbound/dispatch.js";
+import { entityState } from "../../shared/inbound/entities.js";
+import orderHandlers from "../../examples/orders/handlers.js";
+
+/** The inbox handler over the example order domain (examples/orders), as the platform dispatches it. */
+export const orderHandler = (): InboxHandler => createDispatchHandler(orderHandlers);
 
 export const SECRET = `whsec_${Buffer.from("inbound-tests-secret-32-bytes!!!").toString("base64")}`;
 export const PARTNERS_JSON = JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [SECRET] } });
@@ -42,15 +47,14 @@ export function orderEvent(orderId: string, type: string, data: Record<string, u
 
 /** A processor over the order domain with the test clock and small, explicit settings. */
 export function orderProcessor(db: Database, clock: TestClock, extra: Partial<ProcessorOptions> & { handler?: InboxHandler } = {}): InboxProcessor {
-  return new InboxProcessor({ db, handler: createOrderHandler(), now: clock.now, ...extra });
+  return new InboxProcessor({ db, handler: orderHandler(), now: clock.now, ...extra });
 }
 
 /** Empties the inbound tables between tests sharing one database. */
 export async function resetInbound(db: Database): Promise<void> {
-  await db.query("TRUNCATE inbox_entries, inbox_payload_conflicts, inbox_replays, orders, order_transitions");
+  await db.query("TRUNCATE inbox_entries, inbox_payload_conflicts, inbox_replays, inbound_entities, inbound_transitions");
 }
 
 export async function orderState(db: Database, id: string): Promise<string | null> {
-  const r = await db.query<{ state: string }>("SELECT state FROM orders WHERE id = $1", [id]);
-  return r.rows[0]?.state ?? null;
+  return entityState(db, "order", id);
 }

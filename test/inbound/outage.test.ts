@@ -22,6 +22,7 @@ import { mapPlatformError, startPlatform, type Platform } from "../../shared/pla
 import { createHttpServer } from "../../shared/server/router.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { createInboxProcessor } from "../../shared/inbound/worker.js";
+import orderHandlers from "../../examples/orders/handlers.js";
 import type { InboxProcessor } from "../../shared/inbound/processor.js";
 import { orderEvent, orderProcessor, PARTNERS_JSON, signed, TestClock } from "./helpers.js";
 
@@ -92,7 +93,7 @@ interface Sent { id: string; orderId: string; statuses: number[]; retryAfter: (s
     const config = loadConfig({ ADMIN_TOKEN: "outage-test-admin-token", PARTNERS: PARTNERS_JSON, LOG_LEVEL: "silent", INBOX_POLL_MS: "50", INBOX_LEASE_SECONDS: "2" });
     // Only the inbound area's worker runs here (the routes are the platform's): this test is about ingest and the inbox.
     platform = await startPlatform(config, { db, logger: createLogger({ level: "silent" }), workers: false });
-    processor = createInboxProcessor({ config, db, logger: createLogger({ level: "silent" }) }).start();
+    processor = createInboxProcessor({ config, db, logger: createLogger({ level: "silent" }) }, orderHandlers).start();
     server = createHttpServer({ routes: platform.routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: config.MAX_PAYLOAD_BYTES, mapError: mapPlatformError });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -173,7 +174,7 @@ interface Sent { id: string; orderId: string; statuses: number[]; retryAfter: (s
     const done = await db.query<{ partner_event_id: string; status: string }>("SELECT partner_event_id, status FROM inbox_entries");
     expect(done.rows.filter((r) => r.status !== "processed")).toEqual([]);
     expect(new Set(done.rows.map((r) => r.partner_event_id))).toEqual(new Set(sent.map((s) => s.id)));
-    const orders = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM orders WHERE state = 'created'");
+    const orders = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM inbound_entities WHERE machine = 'order' AND state = 'created'");
     expect(Number(orders.rows[0]?.n)).toBe(sent.length);
   }, 180_000);
 });

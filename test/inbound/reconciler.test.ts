@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decide, defineMachine, MachineDefinitionError, replayInOrder, type Machine } from "../../shared/inbound/stateMachine.js";
-import { orderMachine } from "../../shared/inbound/orders.js";
+import { orderMachine } from "../../examples/orders/handlers.js";
 
 describe("reconciler decisions (order machine)", () => {
   it("applies an event whose source state is current", () => {

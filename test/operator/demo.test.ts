@@ -35,7 +35,7 @@ describeEachBackend("demo", (ctx) => {
     expect(s.deferredThenResolved).toBe(entries.rows.filter((e) => e.deferrals > 0).length);
     expect(s.deferredThenResolved).toBeGreaterThan(0);
     expect(s.quarantined).toBe(0);
-    const orders = await ctx.db.query<{ id: string; state: string }>("SELECT id, state FROM orders WHERE id = ANY($1::text[])", [Object.keys(s.orders)]);
+    const orders = await ctx.db.query<{ id: string; state: string }>("SELECT entity_id AS id, state FROM inbound_entities WHERE machine = 'order' AND entity_id = ANY($1::text[])", [Object.keys(s.orders)]);
     expect(Object.fromEntries(orders.rows.map((o) => [o.id, o.state]))).toEqual(Object.fromEntries(Object.entries(s.orders).map(([id, o]) => [id, o.expected])));
   });
 

@@ -3,6 +3,7 @@
  * free port, a test receiver whose answers the test controls, and helpers that wait on the API.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { fileURLToPath } from "node:url";
 import type { Writable } from "node:stream";
 import { afterAll, beforeAll } from "vitest";
 import { loadConfig, type Config } from "../../shared/config.js";
@@ -32,6 +33,8 @@ export async function startTestPlatform(db: Database, env: Record<string, string
     ALLOWED_DESTINATIONS: "127.0.0.1",
     OUTBOUND_POLL_INTERVAL_MS: "100",
     INBOX_POLL_MS: "100",
+    // The example order domain, loaded as a user's handler module is.
+    INBOUND_HANDLERS: fileURLToPath(new URL("../../examples/orders/handlers.ts", import.meta.url)),
     ...env,
   });
   const logger = createLogger({ level: config.LOG_LEVEL, destination: options.logStream });

@@ -12,6 +12,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startAlertWorker } from "../../shared/alerts.js";
 import { startInboxWorker } from "../../shared/inbound/worker.js";
+import orderHandlers from "../../examples/orders/handlers.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { generateSecret, sign } from "../../shared/outbound/signature.js";
 import { createTransport } from "../../shared/outbound/transport.js";
@@ -52,7 +53,7 @@ describeEachBackend("no payload, secret or signature in logs, spans and metrics"
     const transport = instrumentTransport(createTransport({ allowedDestinations: ["127.0.0.1"] }));
     const relay = createRelay({ db: ctx.db, transport, logger: t.platform.logger.child({ worker: "outbound-relay" }), pollIntervalMs: 100, retryPolicy: { baseSeconds: 0.2, capSeconds: 1, maxAttempts: 3, retryAfterCapSeconds: 1 } });
     await relay.start();
-    const inbox = startInboxWorker(t.platform);
+    const inbox = startInboxWorker(t.platform, orderHandlers);
     const alerts = startAlertWorker(t.platform, { intervalMs: 200 });
     const unobserve = observePlatformQueues(ctx.db);
     stops.push(unobserve, () => alerts.stop(), () => inbox.stop(), async () => { await relay.stop(); await transport.close(); });

@@ -16,7 +16,7 @@ interface InboxEntry {
   receivedAt?: string;
 }
 
-const STATUSES = ["pending", "deferred", "failed", "processed", "quarantined"];
+const STATUSES = ["pending", "deferred", "failed", "processed", "quarantined", "ignored"];
 
 export const inboxList: Command = {
   name: "inbox list",

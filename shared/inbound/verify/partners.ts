@@ -21,6 +21,8 @@ const jsonPath = z.string().check(z.regex(/^[^.\s]+(\.[^.\s]+)*$/, "must be a do
 
 const secrets = z.array(z.string().check(z.minLength(1, "must not be empty"))).check(z.minLength(1, "list at least one secret (two during a rotation)"));
 const tolerance = z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400)));
+/** What the processor does with this partner's events that no handler takes (issue 16). Default: ignore. */
+const unhandled = z.optional(z.enum(["ignore", "quarantine"]));
 
 const schemas = {
   "standard-webhooks": z.strictObject({
@@ -29,10 +31,11 @@ const schemas = {
       z.string().check(z.refine((s: string) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes")),
     ).check(z.minLength(1, "list at least one secret (two during a rotation)")),
     toleranceSeconds: tolerance,
+    unhandled,
   }),
-  stripe: z.strictObject({ scheme: z.literal("stripe"), secrets, toleranceSeconds: tolerance }),
+  stripe: z.strictObject({ scheme: z.literal("stripe"), secrets, toleranceSeconds: tolerance, unhandled }),
   // GitHub signs no timestamp, so a tolerance would be a promise we cannot keep: not accepted.
-  github: z.strictObject({ scheme: z.literal("github"), secrets }),
+  github: z.strictObject({ scheme: z.literal("github"), secrets, unhandled }),
   "generic-hmac": z
     .strictObject({
       scheme: z.literal("generic-hmac"),
@@ -50,6 +53,7 @@ const schemas = {
       eventIdField: z.optional(jsonPath),
       eventTypeHeader: z.optional(headerName),
       eventTypeField: z.optional(jsonPath),
+      unhandled,
     })
     .check(z.superRefine((p, ctx) => {
       // Stryker disable next-line StringLiteral: equivalent: describeIssue reads no code but unrecognized_keys and invalid_type

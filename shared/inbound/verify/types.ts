@@ -24,6 +24,8 @@ export interface PartnerConfig {
   secrets: string[];
   /** How far a signed timestamp may be from our clock, in seconds. Default: 300. */
   toleranceSeconds?: number;
+  /** Events of this partner that no inbound handler takes: `ignore` (default, status ignored) or `quarantine`. */
+  unhandled?: "ignore" | "quarantine";
 
   // generic-hmac options
   /** Header carrying the signature(s), e.g. `X-Signature`. Required for generic-hmac. */

@@ -6,18 +6,21 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { buildFunctions } from "../../../functions/build.js";
 import { synthesize, type TerraformJson } from "../../../stacks/app.js";
 import type { Cloud } from "../../../stacks/artifacts.js";
 import { testConfig } from "../../stacks/synthFixture.js";
 
 let built: Promise<string> | undefined;
+const root = fileURLToPath(new URL("../../..", import.meta.url));
 
 /** Where the real bundles of this test file's build are: `<dir>/<cloud>/<function>/index.mjs`. */
 export function builtArtifacts(): Promise<string> {
   built ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), "wiring-functions-"));
-    await buildFunctions(dir);
+    // With the example order domain bundled, as `INBOUND_HANDLERS=examples/orders/handlers.ts npm run build:functions` does.
+    await buildFunctions(dir, { inboundHandlers: join(root, "examples/orders/handlers.ts") });
     return dir;
   })();
   return built;
