@@ -108,7 +108,7 @@ describeEachBackend("inbound routes over HTTP", (ctx) => {
       (l) => l.entries.some((e) => e.id === inboxId),
     );
     const q = listed.entries.find((e) => e.id === inboxId);
-    expect(q?.quarantineReason).toContain('no "data.order_id"');
+    expect(q?.quarantineReason).toContain("no order id in this event");
 
     const single = await admin(`/inbox/${inboxId}/replay`, { method: "POST" });
     expect(single.status).toBe(202);
