@@ -67,10 +67,10 @@ function showError(error) {
 
 const healthOf = (status) => (status === "active" ? "healthy" : status);
 
-async function replay(path, button) {
+async function replay(path, button, method = "POST") {
   button.disabled = true;
   try {
-    await api("POST", path);
+    await api(method, path);
     await refresh();
   } catch (error) {
     showError(error);
@@ -150,13 +150,27 @@ async function loadSubscriptions() {
   const rows = items(await api("GET", "/subscriptions?limit=100"));
   fill($("subscription-rows"), rows, (s) => el("tr", { "data-id": s.id },
     td(el("code", {}, s.id)),
-    td(badge(healthOf(s.status))),
+    el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : ""),
     td(s.health?.consecutiveFailures),
     td(el("code", {}, s.url)),
     td((s.eventTypes ?? []).join(", ")),
     td(s.health?.disabledReason, "reason"),
-    el("td", {}, s.status === "active" ? "" : el("button", { type: "button", onclick: (e) => replay(`/subscriptions/${encodeURIComponent(s.id)}/enable`, e.currentTarget) }, "Re-enable")),
+    el("td", {}, ...subscriptionActions(s)),
   ), "No subscriptions.");
+}
+
+/** Re-enable (when not healthy), pause or resume, send a test event, delete: each one documented operation. */
+function subscriptionActions(s) {
+  const path = `/subscriptions/${encodeURIComponent(s.id)}`;
+  const button = (label, onclick) => el("button", { type: "button", onclick }, label);
+  return [
+    s.status === "active" ? "" : button("Re-enable", (e) => replay(`${path}/enable`, e.currentTarget)),
+    s.paused ? button("Resume", (e) => replay(`${path}/resume`, e.currentTarget)) : button("Pause", (e) => replay(`${path}/pause`, e.currentTarget)),
+    button("Send test", (e) => replay(`${path}/test`, e.currentTarget)),
+    button("Delete", (e) => {
+      if (confirm(`Delete ${s.id}? Its pending deliveries are cancelled (kept as history).`)) replay(path, e.currentTarget, "DELETE");
+    }),
+  ];
 }
 
 // ---- Chart: deliveries per minute by outcome, as inline SVG (stacked bars) -----------------------

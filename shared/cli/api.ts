@@ -29,6 +29,8 @@ export interface ApiClientOptions {
 export interface ApiClient {
   get<T = unknown>(path: string, query?: Record<string, string | undefined>): Promise<T>;
   post<T = unknown>(path: string, body?: unknown): Promise<T>;
+  patch<T = unknown>(path: string, body: unknown): Promise<T>;
+  delete<T = unknown>(path: string): Promise<T>;
 }
 
 /** Builds a client; `path` segments taken from user input must be encoded by the caller (`seg`). */
@@ -36,7 +38,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const base = options.url.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? 30_000;
 
-  async function call<T>(method: "GET" | "POST", path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {
+  async function call<T>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     let res: Response;
@@ -78,6 +80,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return {
     get: (path, query) => call("GET", path, undefined, query),
     post: (path, body) => call("POST", path, body ?? {}),
+    patch: (path, body) => call("PATCH", path, body),
+    delete: (path) => call("DELETE", path),
   };
 }
 

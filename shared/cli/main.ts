@@ -7,13 +7,16 @@ import { ApiError } from "./api.js";
 import { EXIT, GLOBAL_HELP, OperationError, UsageError, commandHelp, parseInvocation, type Command, type Io } from "./command.js";
 import { dlqList, dlqReplay } from "./commands/dlq.js";
 import { eventsSend } from "./commands/events.js";
+import { eventsGet, eventsList, eventsResend } from "./commands/eventsRead.js";
+import { subscriptionsDelete, subscriptionsPause, subscriptionsResume, subscriptionsTest, subscriptionsUpdate } from "./commands/subscriptionChanges.js";
 import { inboxList, inboxReplay } from "./commands/inbox.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
 import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptionsList } from "./commands/subscriptions.js";
 
 export const COMMANDS: Command[] = [
-  dlqList, dlqReplay, inboxList, inboxReplay, eventsSend,
-  subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsEnable,
+  dlqList, dlqReplay, inboxList, inboxReplay, eventsSend, eventsList, eventsGet, eventsResend,
+  subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsUpdate, subscriptionsPause, subscriptionsResume,
+  subscriptionsDelete, subscriptionsTest, subscriptionsEnable,
   synth, deploy, compare,
 ];
 

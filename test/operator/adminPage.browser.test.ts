@@ -1,6 +1,7 @@
 /**
  * Must show 1: an operator opens the admin page in a real browser, enters the token, finds the
- * dead letter this test created, replays it, and sees it delivered.
+ * dead letter this test created, replays it, and sees it delivered; then pauses, resumes, tests
+ * and deletes its subscription; every request the page made is a documented operation.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
@@ -19,9 +20,9 @@ suite("admin page in Chromium", (ctx) => {
   beforeAll(async () => { browser = await launchChromium(); }, 60_000);
   afterAll(async () => { await browser?.close(); });
 
-  it("replays a dead letter from the page and shows it delivered", async () => {
+  it("replays a dead letter from the page and shows it delivered; pauses, resumes, tests and deletes its subscription", async () => {
     receiver.answer = 400; // permanent: dead at the first attempt
-    const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/hook`, `browser-${ctx.backend}`);
+    const { deliveryId, subscriptionId } = await makeDeadLetter(t, `${receiver.url}/hook`, `browser-${ctx.backend}`);
 
     const page = await browser.newPage();
     const pageErrors: string[] = [];
@@ -63,6 +64,23 @@ suite("admin page in Chromium", (ctx) => {
     expect(await page.evaluate(() => sessionStorage.getItem("webhooks.adminToken"))).toBe(t.token);
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
     expect(receiver.received.filter((r) => r.headers["webhook-id"] === deliveryId).map((r) => r.status)).toEqual([400, 200]);
+
+    // The subscription's new operations, from its row: pause, resume, a test event, delete.
+    page.on("dialog", (dialog) => void dialog.accept());
+    const subRow = () => page.locator(`#subscription-rows tr[data-id="${subscriptionId}"]`);
+    await subRow().getByRole("button", { name: "Pause" }).click();
+    await expect.poll(async () => (await t.api("GET", `/subscriptions/${subscriptionId}`)).paused).toBe(true);
+    await expect.poll(() => subRow().textContent()).toContain("paused");
+    await subRow().getByRole("button", { name: "Resume" }).click();
+    await expect.poll(async () => (await t.api("GET", `/subscriptions/${subscriptionId}`)).paused).toBe(false);
+    await subRow().getByRole("button", { name: "Send test" }).click();
+    await expect.poll(() => receiver.received.some((r) => r.path === "/hook" && JSON.parse(r.body).type === "webhooks.test"), { timeout: 15_000 }).toBe(true);
+    await subRow().getByRole("button", { name: "Delete" }).click();
+    await subRow().waitFor({ state: "detached", timeout: 15_000 });
+    expect((await t.api("GET", "/subscriptions?limit=1000")).subscriptions.map((s: { id: string }) => s.id)).not.toContain(subscriptionId);
+
     expect(pageErrors).toEqual([]);
-  }, 60_000);
+    // The page used documented operations only (its own files aside).
+    expect(await t.undocumentedRequests()).toEqual([]);
+  }, 90_000);
 });

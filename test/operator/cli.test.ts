@@ -194,6 +194,67 @@ describe("webhooks subscriptions", { timeout: 120_000 }, () => {
   });
 });
 
+describe("webhooks subscriptions update | pause | resume | delete | test, events list | get | resend", { timeout: 120_000 }, () => {
+  it("edits, pauses, resumes, tests and deletes a subscription; lists, shows and resends events", async () => {
+    receiver.answer = 200;
+    const since = new Date(Date.now() - 1000).toISOString();
+    await t.api("POST", "/events", { id: "cli-past", type: "clix.a", data: { past: true } });
+    const created = await cli(["subscriptions", "create", "--endpoint", `${receiver.url}/clix`, "--event", "clix.*", "--header", "x-api-key=k1", "--backfill-since", since, "--json"]);
+    expect(created.code, created.stderr).toBe(0);
+    const sub = JSON.parse(created.stdout);
+    expect(sub).toMatchObject({ headers: { "x-api-key": "k1" }, backfilled: 1 });
+    const updated = await cli(["subscriptions", "update", sub.id, "--max-attempts", "3", "--header", "x-api-key=k2", "--description", "edited"]);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain("Updated");
+    expect(await t.api("GET", `/subscriptions/${sub.id}`)).toMatchObject({ maxAttempts: 3, headers: { "x-api-key": "k2" }, description: "edited" });
+    await refused(2, "Nothing to change", ["subscriptions", "update", sub.id]);
+    await refused(2, "--header must be name=value", ["subscriptions", "update", sub.id, "--header", "oops"]);
+    await refused(1, "webhook-id", ["subscriptions", "update", sub.id, "--header", "webhook-id=x"]);
+
+    expect((await cli(["subscriptions", "pause", sub.id])).stdout).toContain(`Paused ${sub.id}`);
+    expect((await t.api("GET", `/subscriptions/${sub.id}`)).paused).toBe(true);
+    expect((await cli(["subscriptions", "resume", sub.id])).stdout).toContain(`Resumed ${sub.id}`);
+    const test = await cli(["subscriptions", "test", sub.id, "--json"]);
+    expect(test.code, test.stderr).toBe(0);
+    const testDelivery = JSON.parse(test.stdout).deliveries[0].id;
+    await eventually("the test event received with the new header", async () => receiver.received.find((r) => r.headers["webhook-id"] === testDelivery)?.headers["x-api-key"] === "k2");
+
+    await t.api("POST", "/events", { id: "cli-ev", type: "clix.b", data: { n: 1 } });
+    const listed = await cli(["events", "list", "--type", "clix.b", "--since", since]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain("cli-ev");
+    await refused(2, "--since must be an ISO 8601 time", ["events", "list", "--since", "yesterday"]);
+    await eventually("cli-ev delivered", async () => (await t.api("GET", "/events/cli-ev")).deliveries.every((d: { status: string }) => d.status === "delivered"));
+    const shown = await cli(["events", "get", "cli-ev"]);
+    expect(shown.stdout).toContain(`cli-ev:${sub.id}`);
+    expect(shown.stdout).toContain("delivered");
+    const resent = await cli(["events", "resend", "cli-ev", "--subscription", sub.id, "--json"]);
+    expect(resent.code, resent.stderr).toBe(0);
+    expect(JSON.parse(resent.stdout).deliveries).toHaveLength(1);
+    await refused(1, "404", ["events", "resend", "no-such-event"]);
+
+    const deleted = await cli(["subscriptions", "delete", sub.id]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toMatch(/Deleted .* cancelled/);
+    await refused(1, "404", ["subscriptions", "get", sub.id]);
+  });
+
+  it("dlq replay --all narrowed by subscription and time", async () => {
+    receiver.answer = ({ path }) => (path.startsWith("/clidead") ? 400 : 200);
+    const a = await makeDeadLetter(t, `${receiver.url}/clidead-a`, "cli-narrow-a");
+    const b = await makeDeadLetter(t, `${receiver.url}/clidead-b`, "cli-narrow-b");
+    receiver.answer = 200;
+    await refused(2, "--subscription narrows --all", ["dlq", "replay", a.deliveryId, "--subscription", a.subscriptionId]);
+    const r = await cli(["dlq", "replay", "--all", "--subscription", a.subscriptionId, "--since", "2000-01-01T00:00:00Z", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).ids).toEqual([a.deliveryId]);
+    expect((await t.api("GET", `/deliveries/${encodeURIComponent(b.deliveryId)}`)).status).toBe("dead");
+    // Leave no dead letter behind for the dlq tests that count them.
+    await t.api("POST", `/dead-letters/${encodeURIComponent(b.deliveryId)}/replay`);
+    for (const id of [a.deliveryId, b.deliveryId]) await eventually(`${id} delivered`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(id)}`)).status === "delivered");
+  });
+});
+
 describe("webhooks dlq", { timeout: 120_000 }, () => {
   it("list shows dead letters with their reason; replay <id> sends one back and it is delivered", async () => {
     receiver.answer = ({ path }) => (path.startsWith("/dlq") ? 422 : 200);
@@ -307,5 +368,12 @@ describe("webhooks synth | deploy | compare", { timeout: 120_000 }, () => {
     expect((await cli(["synth", "--help"])).stdout).toContain("npm run synth");
     expect((await cli(["deploy", "--help"])).stdout).toContain("stacks/deploy.ts");
     expect((await cli(["compare", "--help"])).stdout).toContain("stacks/compare.ts");
+  });
+});
+
+describe("webhooks uses only documented operations", () => {
+  it("every request the CLI (and this test) made is an operation of /openapi.json", async () => {
+    expect(t.requests.length).toBeGreaterThan(20);
+    expect(await t.undocumentedRequests()).toEqual([]);
   });
 });

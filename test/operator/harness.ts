@@ -20,6 +20,10 @@ export interface TestPlatform {
   token: string;
   config: Config;
   platform: Platform;
+  /** Every request the server received (method and path, query left out), in order. */
+  requests: { method: string; path: string }[];
+  /** The requests among `requests` that match no operation of /openapi.json (the admin page's own files aside). */
+  undocumentedRequests(): Promise<string[]>;
   /** Authenticated JSON call to the management API; throws with the body on a non-2xx. */
   api<T = any>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body?: unknown): Promise<T>;
   stop(): Promise<void>;
@@ -41,6 +45,8 @@ export async function startTestPlatform(db: Database, env: Record<string, string
   const platform = await startPlatform(config, { db, logger, workers: options.workers });
   const routes = options.instrument ? instrumentRoutes(platform.routes) : platform.routes;
   const server: Server = createHttpServer({ routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger, mapError: mapPlatformError });
+  const requests: { method: string; path: string }[] = [];
+  server.on("request", (req) => requests.push({ method: req.method ?? "GET", path: (req.url ?? "/").split("?")[0]! }));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
@@ -49,6 +55,19 @@ export async function startTestPlatform(db: Database, env: Record<string, string
     token: config.ADMIN_TOKEN,
     config,
     platform,
+    requests,
+    async undocumentedRequests() {
+      const doc = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+      const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => ({
+        method: m.toUpperCase(),
+        pattern: new RegExp(`^${path.replace(/\{\w+\}/g, "[^/]+")}$`),
+      })));
+      const asset = /^\/admin(\/[^/]+)?$/;
+      return [...new Set(requests
+        .filter((r) => !(r.method === "GET" && asset.test(r.path)))
+        .filter((r) => !operations.some((o) => (o.method === r.method || (r.method === "HEAD" && o.method === "GET")) && o.pattern.test(r.path)))
+        .map((r) => `${r.method} ${r.path}`))];
+    },
     async api(method, path, body) {
       const res = await fetch(baseUrl + path, {
         method,

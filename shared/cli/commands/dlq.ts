@@ -44,5 +44,25 @@ export const dlqReplay: Command = replayCommand({
   idName: "delivery id",
   listCommand: "dlq list",
   everything: "every dead letter",
-  target: { noun: "dead letter", single: (id) => `/dead-letters/${id}/replay`, bulk: "/dead-letters/replay", bulkBody: (limit) => ({ filter: {}, limit }) },
+  target: {
+    noun: "dead letter",
+    single: (id) => `/dead-letters/${id}/replay`,
+    bulk: "/dead-letters/replay",
+    bulkBody: (limit, inv) => ({
+      filter: {
+        subscriptionId: inv.values.subscription, eventType: inv.values["event-type"], reason: inv.values.reason,
+        since: inv.values.since, until: inv.values.until,
+      },
+      limit,
+    }),
+  },
+  filters: {
+    options: { subscription: { type: "string" }, "event-type": { type: "string" }, reason: { type: "string" }, since: { type: "string" }, until: { type: "string" } },
+    help: `  --subscription <id>   with --all: only this subscription's
+  --event-type <type>   with --all: only events of this type
+  --reason <prefix>     with --all: only reasons starting so (exhausted, permanent)
+  --since <time>        with --all: only those that died at or after (ISO 8601, e.g. 2026-01-31T00:00:00Z)
+  --until <time>        with --all: only those that died before
+`,
+  },
 });

@@ -13,8 +13,8 @@ export interface ReplayTarget {
   single(id: string): string;
   /** `POST <bulk>` replays everything that matches the body. */
   bulk: string;
-  /** Body of the bulk call; its answer lists the ids replayed in `replayed`. */
-  bulkBody(limit: number): unknown;
+  /** Body of the bulk call (with the filter options of `inv`); its answer lists the ids replayed in `replayed`. */
+  bulkBody(limit: number, inv: Invocation): unknown;
 }
 
 /** `<noun> replay <id>... | --all [--limit <n>]`, the same shape for every replayable list. */
@@ -28,6 +28,8 @@ export function replayCommand(spec: {
   /** What `--all` replays, e.g. "every dead letter". */
   everything: string;
   target: ReplayTarget;
+  /** Options that narrow `--all` (e.g. `--subscription`), and their help lines. */
+  filters?: { options: NonNullable<Command["options"]>; help: string };
 }): Command {
   const arg = `<${spec.idName}>`;
   return {
@@ -40,9 +42,9 @@ export function replayCommand(spec: {
 Options:
   --all           replay ${spec.everything} (in batches; progress on stderr)
   --limit <n>     with --all: replay at most n (default 1000)
-
+${spec.filters?.help ?? ""}
 Exit code 1 if any replay failed.`,
-    options: { all: { type: "boolean", default: false }, limit: { type: "string" } },
+    options: { all: { type: "boolean", default: false }, limit: { type: "string" }, ...spec.filters?.options },
     positionals: [0, 1000],
     run: (inv) => runReplay(inv, spec.target),
   };
@@ -59,6 +61,8 @@ export async function runReplay(inv: Invocation, target: ReplayTarget): Promise<
   const ids = inv.positionals;
   if (all && ids.length > 0) throw new UsageError("Give either ids or --all, not both.");
   if (!all && ids.length === 0) throw new UsageError(`Give the id of at least one ${target.noun}, or --all.`);
+  const filtered = Object.keys(inv.values).filter((k) => !["all", "limit", "json", "url", "token", "help"].includes(k) && inv.values[k] !== undefined);
+  if (!all && filtered.length > 0) throw new UsageError(`--${filtered[0]} narrows --all; add --all, or give ids alone.`);
   const api = inv.api();
   const result = all ? await replayAll(api, inv, target) : await replayEach(api, inv, target, ids);
   const total = result.replayed.length;
@@ -97,7 +101,7 @@ async function replayAll(api: ApiClient, inv: Invocation, target: ReplayTarget):
   inv.io.stderr(`replaying every ${target.noun} (at most ${limit})…\n`);
   while (replayed.length < limit) {
     const want = Math.min(batch, limit - replayed.length);
-    const answer = (await api.post(target.bulk, target.bulkBody(want))) as { replayed?: unknown[] } | undefined;
+    const answer = (await api.post(target.bulk, target.bulkBody(want, inv))) as { replayed?: unknown[] } | undefined;
     const ids = (answer?.replayed ?? []).map(String);
     replayed.push(...ids);
     inv.io.stderr(`replayed ${replayed.length}\n`);

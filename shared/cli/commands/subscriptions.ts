@@ -4,6 +4,7 @@ import { seg } from "../api.js";
 import { UsageError, intOption, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
 import { itemsOf } from "./lists.js";
+import { headersOf } from "./subscriptionChanges.js";
 
 interface Subscription {
   id: string;
@@ -68,7 +69,7 @@ export const subscriptionsList: Command = {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>] [--max-attempts <n>] [--description <text>]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
@@ -76,6 +77,9 @@ export const subscriptionsCreate: Command = {
   --secret-file <path>   read the secret from a file instead of the command line
   --max-attempts <n>     attempts before dead letter (default: the relay's policy)
   --description <text>
+  --header <name=value>  a custom header sent with every attempt (repeatable)
+  --backfill-since <t>   also send the past events enqueued since t (ISO 8601) whose type matches
+  --backfill-until <t>   …and before t
 
 Example:
   webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
@@ -86,6 +90,9 @@ Example:
     "secret-file": { type: "string" },
     "max-attempts": { type: "string" },
     description: { type: "string" },
+    header: { type: "string", multiple: true },
+    "backfill-since": { type: "string" },
+    "backfill-until": { type: "string" },
   },
   async run(inv) {
     const url = inv.values.endpoint as string | undefined;
@@ -105,9 +112,13 @@ Example:
     if (secrets.length) body.secrets = secrets;
     if (inv.values["max-attempts"] !== undefined) body.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     if (inv.values.description !== undefined) body.description = inv.values.description;
-    const sub = await inv.api().post<Subscription>("/subscriptions", body);
+    const headers = headersOf(inv);
+    if (headers) body.headers = headers;
+    if (inv.values["backfill-since"] !== undefined) body.backfill = { since: inv.values["backfill-since"], until: inv.values["backfill-until"] };
+    else if (inv.values["backfill-until"] !== undefined) throw new UsageError("--backfill-until needs --backfill-since.");
+    const sub = await inv.api().post<Subscription & { backfilled?: number }>("/subscriptions", body);
     if (inv.json) inv.io.stdout(printJson(sub));
-    else inv.io.stdout(`Created ${sub.id}. Keep the secret: it is not shown again.\n${record(show(sub))}`);
+    else inv.io.stdout(`Created ${sub.id}${sub.backfilled !== undefined ? ` (${sub.backfilled} past events sent to it)` : ""}. Keep the secret: it is not shown again.\n${record(show(sub))}`);
   },
 };
 

@@ -1,0 +1,105 @@
+/** `webhooks subscriptions update|pause|resume|delete|test`: what an operator changes after creating one. */
+import { seg } from "../api.js";
+import { UsageError, intOption, type Command, type Invocation } from "../command.js";
+import { printJson, record } from "../output.js";
+
+interface Subscription { id: string; url: string; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null }
+
+/** `--header name=value` options as a map; `--header name=` is refused (say --clear-headers). */
+export function headersOf(inv: Invocation): Record<string, string> | undefined {
+  const given = inv.values.header as string[] | undefined;
+  if (inv.values["clear-headers"] === true) {
+    if (given?.length) throw new UsageError("Give either --header or --clear-headers, not both.");
+    return {};
+  }
+  if (!given?.length) return undefined;
+  const headers: Record<string, string> = {};
+  for (const h of given) {
+    const eq = h.indexOf("=");
+    if (eq <= 0 || eq === h.length - 1) throw new UsageError(`--header must be name=value (e.g. --header x-api-key=k1); got ${JSON.stringify(h)}.`);
+    headers[h.slice(0, eq).trim()] = h.slice(eq + 1);
+  }
+  return headers;
+}
+
+const summary = (sub: Subscription) => ({
+  id: sub.id, url: sub.url, "event types": sub.eventTypes.join(", "), paused: sub.paused ? "yes" : "no", health: sub.status,
+  "max attempts": sub.maxAttempts ?? "default", headers: Object.keys(sub.headers ?? {}).join(", ") || "none", description: sub.description,
+});
+
+export const subscriptionsUpdate: Command = {
+  name: "subscriptions update",
+  summary: "Edit a subscription. Pending deliveries use the new settings from their next attempt.",
+  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers]",
+  help: `Options (each changes that field only):
+  --endpoint <url>          a new URL: its health starts afresh, waiting deliveries are due at once
+  --event <type>            the event types (repeatable; replaces them all)
+  --description <text>      ('' clears it)
+  --max-attempts <n>        1-100, or "default" for the relay's policy
+  --header <name=value>     custom headers sent with every attempt (repeatable; replaces them all)
+  --clear-headers           no custom headers
+
+Example:
+  webhooks subscriptions update sub_123 --endpoint https://new.example/hooks --header x-api-key=k2`,
+  options: {
+    endpoint: { type: "string" }, event: { type: "string", multiple: true }, description: { type: "string" },
+    "max-attempts": { type: "string" }, header: { type: "string", multiple: true }, "clear-headers": { type: "boolean" },
+  },
+  positionals: [1, 1],
+  async run(inv) {
+    const change: Record<string, unknown> = {};
+    if (inv.values.endpoint !== undefined) change.url = inv.values.endpoint;
+    if ((inv.values.event as string[] | undefined)?.length) change.eventTypes = inv.values.event;
+    if (inv.values.description !== undefined) change.description = inv.values.description === "" ? null : inv.values.description;
+    if (inv.values["max-attempts"] === "default") change.maxAttempts = null;
+    else if (inv.values["max-attempts"] !== undefined) change.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
+    const headers = headersOf(inv);
+    if (headers) change.headers = headers;
+    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers.");
+    const sub = await inv.api().patch<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`, change);
+    inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}`);
+  },
+};
+
+function simple(action: "pause" | "resume", text: string, done: (sub: Subscription) => string): Command {
+  return {
+    name: `subscriptions ${action}`,
+    summary: text,
+    usage: `subscriptions ${action} <subscription id>`,
+    help: "",
+    positionals: [1, 1],
+    async run(inv) {
+      const sub = await inv.api().post<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}/${action}`);
+      inv.io.stdout(inv.json ? printJson(sub) : done(sub));
+    },
+  };
+}
+
+export const subscriptionsPause = simple("pause", "Pause a subscription: nothing is sent to it until resumed; its deliveries are kept.", (s) => `Paused ${s.id}: its deliveries wait until \`webhooks subscriptions resume ${s.id}\`.\n`);
+export const subscriptionsResume = simple("resume", "Resume a paused subscription: its waiting deliveries are sent at once.", (s) => `Resumed ${s.id}.\n`);
+
+export const subscriptionsDelete: Command = {
+  name: "subscriptions delete",
+  summary: "Delete a subscription. Its pending deliveries are cancelled and kept as history.",
+  usage: "subscriptions delete <subscription id>",
+  help: "",
+  positionals: [1, 1],
+  async run(inv) {
+    const r = await inv.api().delete<{ id: string; cancelledDeliveries: number }>(`/subscriptions/${seg(inv.positionals[0]!)}`);
+    inv.io.stdout(inv.json ? printJson(r) : `Deleted ${r.id}; ${r.cancelledDeliveries} pending deliver${r.cancelledDeliveries === 1 ? "y" : "ies"} cancelled (kept, status cancelled).\n`);
+  },
+};
+
+export const subscriptionsTest: Command = {
+  name: "subscriptions test",
+  summary: "Send a test event (webhooks.test) to one subscription, through the normal delivery path.",
+  usage: "subscriptions test <subscription id> [--type <event type>]",
+  help: `Options:
+  --type <type>   the test event's type (default webhooks.test)`,
+  options: { type: { type: "string" } },
+  positionals: [1, 1],
+  async run(inv) {
+    const r = await inv.api().post<{ eventId: string; deliveries: { id: string }[] }>(`/subscriptions/${seg(inv.positionals[0]!)}/test`, inv.values.type ? { type: inv.values.type } : {});
+    inv.io.stdout(inv.json ? printJson(r) : `Sent test event ${r.eventId}: delivery ${r.deliveries[0]?.id}.\n`);
+  },
+};
