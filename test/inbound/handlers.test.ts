@@ -72,6 +72,11 @@ describe("defineHandler", () => {
     expect(() => handlersOf({})).toThrow(/exports no handlers/);
   });
 
+  it("a partner's unhandled setting is ignore or quarantine, nothing else", () => {
+    expect(parsePartners(JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [SECRET], unhandled: "ignore" } })).get("shop")?.unhandled).toBe("ignore");
+    expect(() => parsePartners(JSON.stringify({ gh: { scheme: "github", secrets: ["s"], unhandled: "drop" } }))).toThrow(/partner "gh" \(github\): unhandled/);
+  });
+
   it("INBOUND_HANDLERS that cannot load is a configuration error naming the path", async () => {
     await expect(loadHandlers("./does-not-exist.mjs", tmpdir())).rejects.toThrow(/INBOUND_HANDLERS: cannot load \.\/does-not-exist\.mjs/);
     expect(await loadHandlers(undefined)).toEqual([]);
