@@ -144,6 +144,16 @@ describe("parsePartners: every field's accepted forms and near misses", () => {
     expect(text).not.toContain("is required");
   });
 
+  it.each([["ignore"], ["quarantine"]])("accepts unhandled: %s on every scheme", (unhandled) => {
+    for (const config of [generic, { scheme: "stripe", secrets: ["s"] }, { scheme: "github", secrets: ["s"] }, { scheme: "standard-webhooks", secrets: [SW_SECRET] }]) {
+      expect(ok({ ...config, unhandled })?.unhandled).toBe(unhandled);
+    }
+  });
+
+  it.each([["drop"], [""], ["Ignore"]])("refuses unhandled: %j", (unhandled) => {
+    expect(messageFor({ s: { scheme: "stripe", secrets: ["s"], unhandled } })).toContain(`partner "s" (stripe): unhandled: `);
+  });
+
   it("Standard Webhooks secrets: at least 16 key bytes, and at least one secret", () => {
     const sixteen = `whsec_${Buffer.alloc(16, 1).toString("base64")}`;
     expect(ok({ scheme: "standard-webhooks", secrets: [sixteen] })?.secrets).toEqual([sixteen]);
