@@ -254,6 +254,21 @@ describeEachBackend("management API", (ctx) => {
     expect((await call("POST", "/dead-letters/replay", { filter: { since: "soon" } })).status).toBe(400);
   });
 
+  it("a delivery that dies after its single allowed attempt reads '1 attempt', and the chart counts it as failed", async () => {
+    receiver.answer = ({ path }) => (path === "/once" ? 500 : 200);
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/once`, eventTypes: ["once.a"], maxAttempts: 1 });
+    const { deliveries: [d] } = await t.api("POST", "/events", { id: "once-1", type: "once.a", data: {} });
+    await eventually("dead", async () => (await delivery(d.id)).status === "dead");
+    expect((await delivery(d.id)).deadReason).toBe("exhausted: 1 attempt, last HTTP 500");
+    const stats = await t.api("GET", "/stats/deliveries-per-minute?minutes=2");
+    const sum = (k: string) => stats.series.reduce((n: number, b: Record<string, number>) => n + b[k]!, 0);
+    // Its one attempt, a retryable 500 that nothing retries, counts as failed (the exact split is test/operator/stats.test.ts).
+    expect(sum("failed")).toBeGreaterThanOrEqual(1);
+    expect(sum("deadLettered")).toBeGreaterThanOrEqual(1);
+    receiver.answer = 200;
+    await t.api("DELETE", `/subscriptions/${sub.id}`);
+  });
+
   it("pages every list the same way: limit and next", async () => {
     for (let i = 0; i < 3; i++) await t.api("POST", "/subscriptions", { url: `${receiver.url}/page`, eventTypes: ["page.x"] });
     for (const [path, key] of [["/subscriptions", "subscriptions"], ["/deliveries", "deliveries"], ["/events", "events"], ["/dead-letters", "deadLetters"], ["/inbox", "entries"]] as const) {
