@@ -28,6 +28,18 @@ export interface HealthUpdate {
   failures: number;
   /** The endpoint answered 410 Gone. */
   gone: boolean;
+  /**
+   * Seconds the whole endpoint is slowed down for (no claims): it sent `Retry-After` (as bounded
+   * by the retry policy), or 429 without one (1 s). 0: not throttled.
+   */
+  throttleSeconds: number;
+}
+
+/** How long an answer asks us to leave the endpoint alone, whichever delivery got it. */
+export function throttleOf(c: Pick<Completion, "outcome" | "decision">): number {
+  if (c.outcome.result === "delivered") return 0;
+  if (c.outcome.retryAfterSeconds !== null) return c.decision.delaySeconds;
+  return c.outcome.status === 429 ? 1 : 0;
 }
 
 /** Folds a batch of completions, in the order they finished, into one update per subscription. */
@@ -36,7 +48,8 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
   for (const c of completions) {
     const id = c.delivery.subscriptionId;
     let u = bySub.get(id);
-    if (!u) bySub.set(id, (u = { subscriptionId: id, succeeded: false, failures: 0, gone: false }));
+    if (!u) bySub.set(id, (u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0 }));
+    u.throttleSeconds = Math.max(u.throttleSeconds, throttleOf(c));
     if (c.outcome.result === "delivered") {
       u.succeeded = true;
       u.failures = 0;

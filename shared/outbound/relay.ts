@@ -7,12 +7,12 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { isUnavailable, type Database } from "../db/port.js";
 import { decideNext } from "./decide.js";
-import { DEFAULT_HEALTH_POLICY, type HealthPolicy } from "./health.js";
+import { DEFAULT_HEALTH_POLICY, throttleOf, type HealthPolicy } from "./health.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
-import { createRelayLoop, type RelayLoop } from "./relayLoop.js";
+import { createRelayLoop, GIVE_BACK, type RelayLoop } from "./relayLoop.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
 import { createLeaseKeeper } from "./leaseKeeper.js";
-import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, reportDone } from "./sql/claimDeliveries.js";
+import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, RATE_LATENESS_SECONDS, reportDone } from "./sql/claimDeliveries.js";
 import { createConcurrencyLimits } from "./adaptiveConcurrency.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
@@ -151,8 +151,13 @@ export function createRelay(options: RelayOptions): Relay {
     return Math.min(concurrency, ahead) - loop.unfinished(subscriptionId);
   };
 
+  /** Rate-limited deliveries: their slot on this process's clock, and the latest start still within it. */
+  const slots = new Map<string, { at: number; latest: number }>();
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
+    // Before the claim's transaction starts: a slot measured from here is never later than the
+    // database's (its now() comes after), so an attempt started by `latest` is within its slot's bound.
+    const claimedAt = performance.now();
     const report = done;
     done = new Map();
     const shares = new Map<string, number>();
@@ -166,7 +171,10 @@ export function createRelay(options: RelayOptions): Relay {
       for (const [id, n] of report) done.set(id, (done.get(id) ?? 0) + n); // not written: report them next time
       throw error;
     }
-    for (const d of claimed) counted.set(d.id, d.leaseToken);
+    for (const d of claimed) {
+      counted.set(d.id, d.leaseToken);
+      if (d.notBeforeMs != null) slots.set(d.id, { at: claimedAt + d.notBeforeMs, latest: claimedAt + d.notBeforeMs + RATE_LATENESS_SECONDS * 1000 });
+    }
     if (claimed.length < limit && Date.now() >= nextProbeCheck) {
       nextProbeCheck = Date.now() + probeCheckMs;
       limits.forgetIdle(10 * 60_000);
@@ -181,6 +189,30 @@ export function createRelay(options: RelayOptions): Relay {
 
   const leases = createLeaseKeeper({ db, leaseSeconds, maxHoldMs: (options.maxHoldSeconds ?? 600) * 1000, logger, relayId });
 
+  /**
+   * Endpoints that answered 429 or Retry-After, until when (this process's clock). The completion
+   * write throttles them for every relay (no claims); the deliveries this relay already holds are
+   * given back unsent rather than sent meanwhile.
+   */
+  const throttled = new Map<string, number>();
+  /** Waits for a rate-limited delivery's slot; false when it must not be sent now (given back). */
+  const awaitSlot = async (delivery: ClaimedDelivery): Promise<boolean> => {
+    const until = throttled.get(delivery.subscriptionId);
+    if (until !== undefined) {
+      if (performance.now() < until) {
+        slots.delete(delivery.id);
+        return false;
+      }
+      throttled.delete(delivery.subscriptionId);
+    }
+    const slot = slots.get(delivery.id);
+    if (!slot) return true;
+    slots.delete(delivery.id);
+    const wait = slot.at - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    return performance.now() <= slot.latest && !((throttled.get(delivery.subscriptionId) ?? 0) > performance.now());
+  };
+
   const attempt = async (delivery: ClaimedDelivery): Promise<Completion> => {
     let outcome: DeliveryOutcome;
     const startedAt = performance.now();
@@ -192,6 +224,7 @@ export function createRelay(options: RelayOptions): Relay {
         body: delivery.body,
         secrets: delivery.secrets,
         headers: delivery.headers,
+        ...(delivery.timeoutMs != null ? { timeoutMs: delivery.timeoutMs } : {}),
       });
     } catch (error) {
       // The transport should classify everything; if it throws anyway, retry rather than lose.
@@ -199,7 +232,10 @@ export function createRelay(options: RelayOptions): Relay {
       outcome = { result: "retryable", status: null, latencyMs: 0, errorClass: "relay_error", responseExcerpt: null, retryAfterSeconds: null };
     }
     limits.record(delivery.subscriptionId, outcome, startedAt);
-    return { delivery, outcome, decision: decideNext(delivery, outcome, retry) };
+    const decision = decideNext(delivery, outcome, retry);
+    const throttle = throttleOf({ outcome, decision });
+    if (throttle > 0) throttled.set(delivery.subscriptionId, Math.max(throttled.get(delivery.subscriptionId) ?? 0, performance.now() + throttle * 1000));
+    return { delivery, outcome, decision };
   };
 
   const complete = async (completions: Completion[]) => {
@@ -225,7 +261,7 @@ export function createRelay(options: RelayOptions): Relay {
   const loop: RelayLoop = createRelayLoop<ClaimedDelivery, Completion>(
     {
       claim: claimHeld,
-      process: attempt,
+      process: async (delivery) => ((await awaitSlot(delivery)) ? attempt(delivery) : GIVE_BACK),
       complete,
       release: async (items) => {
         // Forgotten even if the release fails: a lease no longer renewed runs out by itself.
@@ -263,10 +299,20 @@ export function createRelay(options: RelayOptions): Relay {
     const completions: Completion[] = [];
     await Promise.all([...groups].map(async ([id, items]) => {
       let next = 0;
+      const late: ClaimedDelivery[] = [];
       const worker = async () => {
-        while (next < items.length) completions.push(await attempt(items[next++]!));
+        while (next < items.length) {
+          const d = items[next++]!;
+          if (await awaitSlot(d)) completions.push(await attempt(d));
+          else late.push(d);
+        }
       };
       await Promise.all(Array.from({ length: Math.min(items.length, limits.limitOf(id)) }, worker));
+      if (late.length > 0) {
+        await releaseDeliveries(db, late).catch((error) => logger?.warn({ err: error }, "could not release deliveries past their rate slot; their leases run out"));
+        leases.letGo(late);
+        finished(late);
+      }
     }));
     return completions;
   };

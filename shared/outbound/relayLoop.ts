@@ -13,11 +13,17 @@
  * delivery update is token-guarded and the batches are disjoint.
  */
 
+/** What `process` returns for an item it did not do: the loop releases it. */
+export const GIVE_BACK: unique symbol = Symbol("give back");
+
 export interface RelayLoopCallbacks<C, R> {
   /** Claims up to `limit` items (may return fewer, or none). */
   claim(limit: number): Promise<C[]>;
-  /** Does the work of one item; must not throw (turn failures into results). */
-  process(item: C): Promise<R>;
+  /**
+   * Does the work of one item; must not throw (turn failures into results). Resolving to
+   * GIVE_BACK releases the item unprocessed (it was not done: e.g. its start time passed).
+   */
+  process(item: C): Promise<R | typeof GIVE_BACK>;
   /** Persists finished items; throws to have the same batch retried. */
   complete(results: R[]): Promise<void>;
   /** Gives back items claimed but not started (shutdown). */
@@ -170,12 +176,18 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
   };
 
   const run = async (item: C) => {
-    let result: R;
+    let result: R | typeof GIVE_BACK;
     try {
       result = await callbacks.process(item);
     } catch (error) {
       // Broken contract: give the item back rather than hold its slot (and lease) forever.
       callbacks.onError(error, "release");
+      await callbacks.release([item]).catch((e) => callbacks.onError(e, "release"));
+      held -= 1;
+      wake();
+      return;
+    }
+    if (result === GIVE_BACK) {
       await callbacks.release([item]).catch((e) => callbacks.onError(e, "release"));
       held -= 1;
       wake();

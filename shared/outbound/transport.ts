@@ -30,7 +30,7 @@ export interface DeliveryRequest {
   secrets: string[];
   /** The subscription's custom headers; the transport's own (content-type, user-agent, webhook-*) always win. */
   headers?: Record<string, string>;
-  /** This attempt's deadline in ms. Default: the transport's `timeoutMs`. */
+  /** This attempt's deadline in ms, at most the transport's `timeoutMs`. Default: the transport's `timeoutMs`. */
   timeoutMs?: number;
 }
 
@@ -132,7 +132,8 @@ export function createTransport(options: TransportOptions = {}): Transport {
     } catch (err) {
       return outcome({ result: "permanent", status: null, errorClass: "invalid_request", responseExcerpt: (err as Error).message.slice(0, excerptBytes), retryAfterSeconds: null });
     }
-    const deadline = req.timeoutMs ?? timeoutMs;
+    // A subscription's own deadline may be shorter, never longer than the transport's (its pool's timeouts).
+    const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
     try {
       const res = await postOnce(agent, {
         origin: url.origin,

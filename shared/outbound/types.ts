@@ -27,6 +27,10 @@ export interface ClaimedDelivery {
   maxAttempts: number | null;
   /** The subscription's custom headers, sent with the attempt (validated: never webhook-*, host, …). */
   headers?: Record<string, string>;
+  /** The subscription's own attempt deadline (bounded by the transport's), or null for the transport's. */
+  timeoutMs?: number | null;
+  /** Rate-limited subscriptions: ms after the claim before which this attempt must not start (null: at once). */
+  notBeforeMs?: number | null;
   leaseToken: string;
   /** Sent to a disabled endpoint to test recovery: a failure does not count toward the maximum. */
   probe: boolean;

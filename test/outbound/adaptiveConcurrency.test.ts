@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { createConcurrencyLimits, isOverload } from "../../shared/outbound/adaptiveConcurrency.js";
 
-const ok = { result: "delivered" as const, status: 204 };
+const ok = { result: "delivered", status: 204 } as const;
 const timeout = { result: "retryable" as const, status: null };
 const unavailable = { result: "retryable" as const, status: 503 };
 
 describe("adaptive concurrency (AIMD per subscription)", () => {
   it("what counts as overload: timeouts, network errors, 5xx, 408, 429; not 2xx nor other 4xx", () => {
-    expect([timeout, unavailable, { result: "retryable", status: 429 }, { result: "retryable", status: 408 }].map(isOverload)).toEqual([true, true, true, true]);
-    expect([ok, { result: "permanent", status: 400 }, { result: "gone", status: 410 }, { result: "permanent", status: null }].map(isOverload)).toEqual([false, false, false, false]);
+    expect(([timeout, unavailable, { result: "retryable", status: 429 }, { result: "retryable", status: 408 }] as const).map((o) => isOverload(o))).toEqual([true, true, true, true]);
+    expect(([ok, { result: "permanent", status: 400 }, { result: "gone", status: 410 }, { result: "permanent", status: null }] as const).map((o) => isOverload(o))).toEqual([false, false, false, false]);
   });
 
   it("a burst of 64 concurrent failures halves the limit once, not 64 times", () => {

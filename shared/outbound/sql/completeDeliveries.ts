@@ -25,14 +25,14 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7), then the delivery state and attempt log ($8–$20). Its rows say which deliveries
+ * health ($1–$7, throttle $21), then the delivery state and attempt log ($8–$20). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
-     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[]) AS u(id, succeeded, failures, gone)
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[]) AS u(id, succeeded, failures, gone, throttle)
    ),
    n AS (
-     SELECT s.id, u.succeeded, u.gone, s.status AS old_status,
+     SELECT s.id, u.succeeded, u.gone, u.throttle, s.status AS old_status,
             CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures
      FROM outbound_subscriptions s JOIN u ON u.id = s.id
      -- A healthy endpoint answering 2xx needs no write (and no lock): the hot path stays cheap.
@@ -55,6 +55,8 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        status = m.new_status,
        consecutive_failures = m.failures,
        last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
+       -- A 429 or Retry-After slows the endpoint itself: no claims for it until then (issue 15).
+       throttled_until = CASE WHEN m.throttle > 0 THEN GREATEST(s.throttled_until, now() + m.throttle * interval '1 second') ELSE s.throttled_until END,
        disabled_reason = CASE
          WHEN m.new_status <> 'disabled' THEN NULL
          WHEN m.gone THEN 'gone: the endpoint answered 410 Gone; re-enable the subscription once it is back'
@@ -149,6 +151,7 @@ export async function completeDeliveries(db: Queryable, completions: readonly Co
       completions.map((c) => Math.max(0, Math.round(c.outcome.latencyMs))),
       completions.map((c) => clean(c.outcome.responseExcerpt)),
       completions.map((c) => c.delivery.probe),
+      updates.map((u) => u.throttleSeconds),
     ],
   );
   const accepted = new Set(rows.filter((r) => r.kind === "delivery").map((r) => r.id));

@@ -1,0 +1,108 @@
+/**
+ * Per-subscription rate limit across relays, 429/Retry-After slowing the whole endpoint, and the
+ * per-subscription attempt timeout (issue 15, Must-show 3).
+ */
+import { performance } from "node:perf_hooks";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { openDatabase } from "../../shared/db/open.js";
+import type { Database } from "../../shared/db/port.js";
+import { createRelay, createSubscription, enqueueMany, getSubscription, listAttempts, OutboundValidationError, type Relay } from "../../shared/outbound/index.js";
+import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { describeEachBackend } from "../support/databases.js";
+import { resetOutbound, startReceiver, waitFor, type Receiver } from "./support/receiver.js";
+
+const events = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, type: "a.b", data: { i } }));
+
+describeEachBackend("rate limits and attempt timeouts", (ctx) => {
+  let transport: Transport;
+  let receiver: Receiver | undefined;
+  const relays: Relay[] = [];
+  const pools: Database[] = [];
+  beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
+  afterAll(() => transport?.close());
+  afterEach(async () => {
+    await Promise.all(relays.splice(0).map((r) => r.stop()));
+    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await receiver?.close();
+    receiver = undefined;
+    await resetOutbound(ctx.db);
+    await ctx.db.query("DELETE FROM outbound_relay_holds");
+  });
+  const dbForRelay = async () => {
+    if (!ctx.url) return ctx.db;
+    const db = await openDatabase({ databaseUrl: ctx.url, poolSize: 4 });
+    pools.push(db);
+    return db;
+  };
+
+  it("validates the flow-control fields and reads them back", async () => {
+    const sub = await createSubscription(ctx.db, { url: "https://example.com/h", eventTypes: ["*"], maxInFlight: 3, rateLimitPerSecond: 2.5, attemptTimeoutMs: 1500, ordered: true });
+    expect(await getSubscription(ctx.db, sub.id)).toMatchObject({ maxInFlight: 3, rateLimitPerSecond: 2.5, attemptTimeoutMs: 1500, ordered: true });
+    const plain = await getSubscription(ctx.db, (await createSubscription(ctx.db, { url: "https://example.com/p", eventTypes: ["*"] })).id);
+    expect(plain).toMatchObject({ maxInFlight: null, rateLimitPerSecond: null, attemptTimeoutMs: null, ordered: false });
+    for (const bad of [{ maxInFlight: 0 }, { maxInFlight: 1.5 }, { rateLimitPerSecond: 0 }, { attemptTimeoutMs: 50 }, { attemptTimeoutMs: 200_000 }, { ordered: "yes" }]) {
+      await expect(createSubscription(ctx.db, { url: "https://example.com/h", eventTypes: ["*"], ...bad })).rejects.toThrow(OutboundValidationError);
+    }
+  });
+
+  it("four relays, a subscription limited to 10 per second: no one-second window at the receiver holds more than 10", async () => {
+    const arrivals: number[] = [];
+    receiver = await startReceiver(() => {
+      arrivals.push(performance.now());
+      return { status: 200 };
+    });
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"], rateLimitPerSecond: 10 });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("rated", 30)));
+    let delivered = 0;
+    for (let i = 0; i < 4; i++) {
+      relays.push(createRelay({ db: await dbForRelay(), transport, pollIntervalMs: 20, onCompleted: (cs) => { delivered += cs.filter((c) => c.decision.status === "delivered").length; } }));
+    }
+    await Promise.all(relays.map((r) => r.start()));
+    await waitFor("all 30 delivered", () => delivered >= 30, 60_000);
+    expect(arrivals).toHaveLength(30);
+    // Every window [t, t + 1 s) starting at an arrival (the fullest windows start at one).
+    const most = Math.max(...arrivals.map((t) => arrivals.filter((u) => u >= t && u < t + 1000).length));
+    expect(most).toBeLessThanOrEqual(10);
+    expect(most).toBeGreaterThanOrEqual(7); // limited, not stalled (the spacing keeps a margin below 10)
+  }, 90_000);
+
+  it("a 429 with Retry-After slows the whole endpoint, not only the delivery that got it", async () => {
+    const arrivals: { id: string; at: number }[] = [];
+    receiver = await startReceiver((r) => {
+      arrivals.push({ id: r.webhookId, at: performance.now() });
+      return arrivals.length === 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 };
+    });
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("slow", 3)));
+    let delivered = 0;
+    // One attempt at a time, so the other deliveries are still waiting when the 429 comes back.
+    relays.push(createRelay({ db: ctx.db, transport, pollIntervalMs: 20, httpConcurrency: 1, onCompleted: (cs) => { delivered += cs.filter((c) => c.decision.status === "delivered").length; } }));
+    await relays[0]!.start();
+    await waitFor("all 3 delivered", () => delivered >= 3, 30_000);
+    expect(arrivals.length).toBe(4);
+    // Nothing reached the endpoint within the second it asked for, whichever delivery.
+    expect(arrivals[1]!.at - arrivals[0]!.at).toBeGreaterThanOrEqual(1000);
+  }, 60_000);
+
+  it("a subscription's attemptTimeoutMs cuts its attempts short; it never lengthens the transport's", async () => {
+    receiver = await startReceiver(() => ({ status: 200, delay: 3000 }));
+    const short = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["short.*"], attemptTimeoutMs: 200 });
+    await ctx.db.transaction((tx) => enqueueMany(tx, [{ id: "t1", type: "short.x", data: {} }]));
+    await createRelay({ db: ctx.db, transport }).runOnce();
+    const [attempt] = await listAttempts(ctx.db, `t1:${short.id}`);
+    expect(attempt).toMatchObject({ result: "retryable", errorClass: "timeout" });
+    expect(attempt!.latencyMs).toBeLessThan(2000);
+
+    const quick = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 200 });
+    try {
+      const long = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["long.*"], attemptTimeoutMs: 60_000 });
+      await ctx.db.transaction((tx) => enqueueMany(tx, [{ id: "t2", type: "long.x", data: {} }]));
+      await createRelay({ db: ctx.db, transport: quick }).runOnce();
+      const [capped] = await listAttempts(ctx.db, `t2:${long.id}`);
+      expect(capped).toMatchObject({ errorClass: "timeout" });
+      expect(capped!.latencyMs).toBeLessThan(2000);
+    } finally {
+      await quick.close();
+    }
+  }, 60_000);
+});
