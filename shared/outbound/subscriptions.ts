@@ -84,6 +84,11 @@ export const subscriptionInputSchema = z.strictObject({
   ),
   description: z.optional(z.string().check(z.maxLength(500))),
   maxAttempts: z.optional(z.number().check(z.int(), z.gte(1), z.lte(100))),
+  // Flow control (issue 15, docs/outbound.md#flow-control). NULL/absent: the relays' defaults.
+  maxInFlight: z.optional(z.number().check(z.int(), z.gte(1, "must be at least 1"), z.lte(10_000, "must be at most 10000"))),
+  rateLimitPerSecond: z.optional(z.number().check(z.gt(0, "must be above 0"), z.lte(10_000, "must be at most 10000"))),
+  attemptTimeoutMs: z.optional(z.number().check(z.int(), z.gte(100, "must be at least 100 ms"), z.lte(120_000, "must be at most 120000 ms (the relays also cap it at their OUTBOUND_TIMEOUT_MS)"))),
+  ordered: z.optional(z.boolean()),
   headers: z.optional(headersSchema),
 });
 
@@ -174,12 +179,13 @@ export async function createSubscription(
   const secrets = valid.secrets ?? [generateSecret()];
   const eventTypes = [...new Set(valid.eventTypes)];
   const values = [id, valid.url, eventTypes, secrets, valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(valid.headers ?? {})];
+  const flow = [valid.maxInFlight ?? null, valid.rateLimitPerSecond ?? null, valid.attemptTimeoutMs ?? null, valid.ordered ?? false];
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
-      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers)
-       VALUES ($1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb)
+      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
+       VALUES ($1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool)
        RETURNING *`,
-      values,
+      [...values, ...flow],
     );
     return toSubscription(rows[0]!, true);
   }
@@ -192,8 +198,8 @@ export async function createSubscription(
        LIMIT $10 + 1
      ),
      created AS (
-       INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers)
-       SELECT $1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb
+       INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
+       SELECT $1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool
        WHERE (SELECT count(*) FROM past) <= $10
        RETURNING *
      ),
@@ -207,7 +213,7 @@ export async function createSubscription(
      SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
             (SELECT count(*) FROM woken) AS woken
      FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL],
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow],
   );
   const row = rows[0]!;
   if (row.id === null) {
