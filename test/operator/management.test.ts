@@ -86,6 +86,25 @@ describeEachBackend("management API", (ctx) => {
     receiver.answer = 200;
   });
 
+  it("an attempt in flight during an edit finishes with the old URL and headers, and is applied; the next one uses the new", async () => {
+    const held = await startHoldingReceiver();
+    try {
+      const sub = await t.api("POST", "/subscriptions", { url: `${held.url}/before`, eventTypes: ["edit.flight"], headers: { "x-v": "1" } });
+      const first = (await t.api("POST", "/events", { id: "flight-1", type: "edit.flight", data: {} })).deliveries[0].id;
+      await eventually("the attempt in flight", async () => held.waiting.length === 1);
+      await t.api("PATCH", `/subscriptions/${sub.id}`, { url: `${held.url}/after`, headers: { "x-v": "2" } });
+      const old = held.answer(200)!;
+      expect(old).toMatchObject({ path: "/before", headers: expect.objectContaining({ "x-v": "1", "webhook-id": first }) });
+      await eventually("the in-flight one delivered", async () => (await delivery(first)).status === "delivered");
+      const second = (await t.api("POST", "/events", { id: "flight-2", type: "edit.flight", data: {} })).deliveries[0].id;
+      await eventually("the next attempt", async () => held.waiting.length === 1);
+      expect(held.answer(200)).toMatchObject({ path: "/after", headers: expect.objectContaining({ "x-v": "2", "webhook-id": second }) });
+      await eventually("delivered", async () => (await delivery(second)).status === "delivered");
+    } finally {
+      await held.close();
+    }
+  });
+
   it("pause keeps pending deliveries (an attempt in flight finishes and is applied); resume delivers them", async () => {
     const held = await startHoldingReceiver();
     try {
