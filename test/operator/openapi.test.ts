@@ -5,7 +5,7 @@
  * valid against that answer's schema (ajv, JSON Schema 2020-12). An operation added without a
  * sample here, or a route left out of the document, fails the test: the spec cannot drift.
  */
-import { validate } from "@readme/openapi-parser";
+import { compileErrors, validate } from "@readme/openapi-parser";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -52,8 +52,8 @@ describeEachBackend("OpenAPI document", (ctx) => {
   it("is valid OpenAPI 3.1 by @readme/openapi-parser, and documents every route but the admin page's files", async () => {
     expect(document.openapi).toBe("3.1.0");
     const result = await validate(structuredClone(document) as never);
-    expect(result.errors ?? [], JSON.stringify(result.errors)).toEqual([]);
-    expect(result.valid).toBe(true);
+    expect(result.valid, result.valid ? "" : compileErrors(result)).toBe(true);
+    expect(result.warnings).toEqual([]);
     const documented = new Set(Object.entries(document.paths as Json).flatMap(([path, ops]) => Object.keys(ops as Json).map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`)));
     for (const route of t.platform.routes) {
       const key = `${route.method} ${route.path}`;
