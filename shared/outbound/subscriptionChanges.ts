@@ -74,6 +74,8 @@ export async function updateSubscription(
     values.push(field === "headers" ? JSON.stringify(value) : field === "eventTypes" ? [...new Set(value as string[])] : value);
     sets.push(`${column} = $${values.length}${CAST[column] ?? ""}`);
   }
+  // A new rate restarts the limiter's clock (issue 15's rate_next_at), rather than keeping the old spacing.
+  if ("rateLimitPerSecond" in valid) sets.push("rate_next_at = NULL");
   const newUrl = typeof valid.url === "string";
   if (newUrl) {
     sets.push("status = 'active'", "consecutive_failures = 0", "disabled_reason = NULL", "disabled_at = NULL", "next_probe_at = NULL");

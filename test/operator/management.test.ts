@@ -82,6 +82,13 @@ describeEachBackend("management API", (ctx) => {
     expect(await bad({ secrets: ["whsec_x"] })).toMatchObject({ code: "invalid_request" });
     expect((await bad({})).message).toContain("at least one field");
     expect((await bad({ url: "ftp://x" })).details[0].path).toBe("url");
+    // Issue 15's flow settings are editable too (and back to their defaults with null); `ordered` is set at creation only.
+    expect(await t.api("PATCH", `/subscriptions/${sub.id}`, { attemptTimeoutMs: 2500, maxInFlight: 8, rateLimitPerSecond: 20 }))
+      .toMatchObject({ attemptTimeoutMs: 2500, maxInFlight: 8, rateLimitPerSecond: 20 });
+    expect(await t.api("PATCH", `/subscriptions/${sub.id}`, { attemptTimeoutMs: null, rateLimitPerSecond: null }))
+      .toMatchObject({ attemptTimeoutMs: null, rateLimitPerSecond: null, maxInFlight: 8 });
+    expect((await bad({ attemptTimeoutMs: 10 })).details[0].path).toBe("attemptTimeoutMs");
+    expect(await bad({ ordered: true })).toMatchObject({ code: "invalid_request" });
     expect((await call("PATCH", "/subscriptions/sub_nope", { description: "x" })).status).toBe(404);
     receiver.answer = 200;
   });
