@@ -14,6 +14,8 @@ import { inboundRoutes } from "./server/routes/inbound.js";
 import { startInboxWorker } from "./inbound/worker.js";
 import type { InboundHandler } from "./inbound/handlers.js";
 import { loadHandlers } from "./inbound/loadHandlers.js";
+import { ensureForwardSubscriptions } from "./inbound/forward.js";
+import { loadPartners } from "./inbound/verify/index.js";
 import { startOutboundRelay } from "./outbound/worker.js";
 import { startRetention } from "./retention/run.js";
 import { adminRoutes } from "./server/routes/admin.js";
@@ -58,6 +60,8 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   const ownsDb = !options.db;
   const db = options.db ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR }));
   const ctx: PlatformContext = { config, db, logger };
+  // Partners with `forward`: their subscriptions follow the configuration (shared/inbound/forward.ts).
+  await ensureForwardSubscriptions(db, loadPartners({ PARTNERS: config.PARTNERS, PARTNERS_FILE: config.PARTNERS_FILE }));
 
   const routes: Route[] = instrumentRoutes([
     {

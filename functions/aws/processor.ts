@@ -51,6 +51,10 @@ export async function settleOnSqs(runtime: AwsRuntime, message: ReceivedMessage,
   }
 }
 
+/** The partners, for forwarding, when this processor is given them (direct ingress, or WEBHOOKS_PARTNERS). */
+const forwardingPartners = (runtime: AwsRuntime) =>
+  runtime.settings.WEBHOOKS_PARTNERS || runtime.settings.WEBHOOKS_PARTNER_SECRETS_ARN ? () => runtime.partners() : undefined;
+
 export async function handleProcessor(runtime: AwsRuntime, event: SQSEvent): Promise<SQSBatchResponse> {
   const db = await runtime.database();
   const processor = inboxProcessorFor(db, runtime.tuning, runtime.logger);
@@ -59,7 +63,7 @@ export async function handleProcessor(runtime: AwsRuntime, event: SQSEvent): Pro
     ? { partners: await runtime.partners(), maxBodyBytes: runtime.tuning.MAX_INBOUND_BODY_BYTES }
     : undefined;
   return handleSqsEvent(event, async (message) => {
-    const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore, verifyWith }, message);
+    const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore, verifyWith, partners: forwardingPartners(runtime) }, message);
     await settleOnSqs(runtime, message, verdict);
   });
 }

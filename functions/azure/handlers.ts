@@ -95,7 +95,7 @@ async function judge(runtime: AzureRuntime, received: ReturnType<typeof fromServ
   return processInbound(
     // The claim-check store opens only for a claim-check message: a store that cannot open (no
     // IDENTITY_ENDPOINT, say) fails those messages, not the inline ones.
-    { db, processor: inboxProcessorFor(db, runtime.tuning, runtime.logger), objectStore: runtime.objectStore },
+    { db, processor: inboxProcessorFor(db, runtime.tuning, runtime.logger), objectStore: runtime.objectStore, partners: runtime.settings.PARTNERS ? () => runtime.partners() : undefined },
     received,
   );
 }

@@ -61,7 +61,7 @@ export async function processPush(runtime: GcpRuntime, req: Request, res: Respon
   const processor = inboxProcessorFor(db, runtime.tuning, runtime.logger);
   const lastAttempt = runtime.settings.WEBHOOKS_MAX_DELIVERY_ATTEMPTS;
   const answer = await handlePubSubPush(req.body, async (message) => {
-    const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore }, message);
+    const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore, partners: runtime.settings.PARTNERS ? () => runtime.partners() : undefined }, message);
     if (verdict.action === "ack" || verdict.action === "retry") return;
     const giveUp = verdict.action === "deadLetter" || (lastAttempt !== undefined && message.deliveryCount >= lastAttempt);
     if (giveUp && (await deadLetter(runtime, message, verdict.reason))) return;

@@ -12,7 +12,8 @@
  * | database or claim-check down | fail (native retry)                                   |
  */
 import type { Database } from "../db/port.js";
-import { storeInboxEntry } from "../inbound/inbox.js";
+import { ensureForwardSubscriptions, storeAndForward } from "../inbound/forward.js";
+import { storeInboxEntry, type NewInboxEntry } from "../inbound/inbox.js";
 import type { InboxProcessor } from "../inbound/processor.js";
 import { screenInbound } from "../inbound/screen.js";
 import type { PartnerConfig } from "../inbound/verify/index.js";
@@ -41,6 +42,25 @@ export interface ProcessInboundDeps {
    * body with the partner and signature headers as attributes, so the signature is checked here.
    */
   verifyWith?: { partners: ReadonlyMap<string, PartnerConfig>; maxBodyBytes: number };
+  /**
+   * The function's partners (memoised by the runtime): a partner with `forward` has its event
+   * enqueued to the outbox in the inbox write's transaction (shared/inbound/forward.ts).
+   * Absent: nothing is forwarded.
+   */
+  partners?: () => Promise<ReadonlyMap<string, PartnerConfig>>;
+}
+
+// The forward subscriptions follow the configuration once per database (a cold start).
+const subscriptionsReady = new WeakMap<object, Promise<void>>();
+
+async function store(deps: ProcessInboundDeps, entry: NewInboxEntry) {
+  const partners = deps.partners ? await deps.partners() : deps.verifyWith?.partners;
+  const partner = partners?.get(entry.partnerName);
+  if (!partner?.forward) return storeInboxEntry(deps.db, entry);
+  let ready = subscriptionsReady.get(deps.db);
+  if (!ready) subscriptionsReady.set(deps.db, (ready = ensureForwardSubscriptions(deps.db, partners!)));
+  await ready.catch((error) => { subscriptionsReady.delete(deps.db); throw error; });
+  return storeAndForward(deps.db, partner, entry);
 }
 
 /** Reads a direct-ingress message: verifies it now; a forgery is dead-lettered, never applied. */
@@ -87,7 +107,7 @@ export async function processInbound(deps: ProcessInboundDeps, message: Pick<Rec
 
   let inboxId: string;
   try {
-    const stored = await storeInboxEntry(deps.db, {
+    const stored = await store(deps, {
       partnerName: decoded.partner,
       partnerEventId: decoded.eventId,
       eventType: decoded.eventType,

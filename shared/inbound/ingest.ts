@@ -17,6 +17,8 @@
 import type { Logger } from "pino";
 import type { Queryable } from "../db/port.js";
 import { isUnavailable } from "../db/port.js";
+import type { Database } from "../db/port.js";
+import { storeAndForward } from "./forward.js";
 import { signalInboxStored, storeInboxEntry, type NewInboxEntry, type StoreResult } from "./inbox.js";
 import { screenInbound } from "./screen.js";
 import type { HeaderBag, PartnerConfig } from "./verify/index.js";
@@ -67,6 +69,11 @@ function refuse(status: number, code: string, message: string, extra: Record<str
   return { status, headers: { ...JSON_HEADERS, ...extra }, body: { error: { code, message } } };
 }
 
+function transactional(db: Queryable): Database {
+  if (typeof (db as Partial<Database>).transaction !== "function") throw new Error("ingest: a forwarding partner needs deps.db to be a Database (with transaction)");
+  return db as Database;
+}
+
 /** Verifies, stores at most once, and says what to answer. Never throws. */
 export async function ingest(deps: IngestDeps, partnerName: string, headers: HeaderBag, rawBody: Buffer): Promise<IngestResponse> {
   const now = deps.now?.() ?? new Date();
@@ -76,7 +83,9 @@ export async function ingest(deps: IngestDeps, partnerName: string, headers: Hea
 
   try {
     const entry: NewInboxEntry = { partnerName: partner.name, partnerEventId: eventId, eventType, payload: rawBody, signatureVerified: true, receivedAt: now };
-    const stored = await (deps.store ? deps.store(entry) : storeInboxEntry(deps.db, entry));
+    // A forwarding partner: the inbox row and the outbox event commit together (forward.ts).
+    const stored = await (partner.forward ? storeAndForward(transactional(deps.db), partner, entry)
+      : deps.store ? deps.store(entry) : storeInboxEntry(deps.db, entry));
     if (stored.kind === "stored") {
       signalInboxStored(deps.db);
       return { status: 202, headers: JSON_HEADERS, body: { received: true, inboxId: stored.id, duplicate: false } };

@@ -23,6 +23,11 @@ const secrets = z.array(z.string().check(z.minLength(1, "must not be empty"))).c
 const tolerance = z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400)));
 /** What the processor does with this partner's events that no handler takes (issue 16). Default: ignore. */
 const unhandled = z.optional(z.enum(["ignore", "quarantine"]));
+/** Forwarding (issue 16): where each verified, de-duplicated event is handed on, signed with these Standard Webhooks secrets. */
+const forward = z.optional(z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL of your service" }),
+  secrets: z.array(z.string().check(z.refine((s: string) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes (e.g. from `webhooks subscriptions create`)"))).check(z.minLength(1, "list at least one signing secret")),
+}));
 
 const schemas = {
   "standard-webhooks": z.strictObject({
@@ -32,10 +37,11 @@ const schemas = {
     ).check(z.minLength(1, "list at least one secret (two during a rotation)")),
     toleranceSeconds: tolerance,
     unhandled,
+    forward,
   }),
-  stripe: z.strictObject({ scheme: z.literal("stripe"), secrets, toleranceSeconds: tolerance, unhandled }),
+  stripe: z.strictObject({ scheme: z.literal("stripe"), secrets, toleranceSeconds: tolerance, unhandled, forward }),
   // GitHub signs no timestamp, so a tolerance would be a promise we cannot keep: not accepted.
-  github: z.strictObject({ scheme: z.literal("github"), secrets, unhandled }),
+  github: z.strictObject({ scheme: z.literal("github"), secrets, unhandled, forward }),
   "generic-hmac": z
     .strictObject({
       scheme: z.literal("generic-hmac"),
@@ -54,6 +60,7 @@ const schemas = {
       eventTypeHeader: z.optional(headerName),
       eventTypeField: z.optional(jsonPath),
       unhandled,
+      forward,
     })
     .check(z.superRefine((p, ctx) => {
       // Stryker disable next-line StringLiteral: equivalent: describeIssue reads no code but unrecognized_keys and invalid_type

@@ -26,6 +26,8 @@ export interface PartnerConfig {
   toleranceSeconds?: number;
   /** Events of this partner that no inbound handler takes: `ignore` (default, status ignored) or `quarantine`. */
   unhandled?: "ignore" | "quarantine";
+  /** Hand each verified, de-duplicated event on to `url`, signed with `secrets` (Standard Webhooks). */
+  forward?: { url: string; secrets: string[] };
 
   // generic-hmac options
   /** Header carrying the signature(s), e.g. `X-Signature`. Required for generic-hmac. */
