@@ -72,7 +72,7 @@ const lease = (ids: string) => `claimed AS (
    )`;
 
 /** Joins the event body and subscription to the rows just leased; `slot` (SQL) gives a rate-limited attempt its start. */
-const load = (slot: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
+const load = (slot: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
           s.attempt_timeout_ms, ${slot} AS slot_ms
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
