@@ -132,7 +132,8 @@ describeEachBackend("forwarding inbound events (no code)", (ctx) => {
   it("the cloud processors' path (processInbound, a queue message redelivered and raced): forwarded once, original bytes", async () => {
     const processor = new InboxProcessor({ db: ctx.db, handler: createDispatchHandler([]) });
     const body = Buffer.from('{"id":"evt_cloud_1","type":"invoice.paid" ,"x":"\u00e9"}');
-    const message = { id: "m-1", ...inlineMessage({ partner: "shop", eventId: `cloud-${ctx.backend}`, eventType: "invoice.paid", receivedAt: new Date() }, body) };
+    const outgoing = inlineMessage({ partner: "shop", eventId: `cloud-${ctx.backend}`, eventType: "invoice.paid", receivedAt: new Date() }, body);
+    const message = { id: "m-1", body: outgoing.body, attributes: outgoing.attributes ?? {} };
     const cloudDeps = { db: ctx.db, processor, partners: async () => deps.partners };
     const verdicts = await Promise.all(Array.from({ length: 5 }, () => processInbound(cloudDeps, message)));
     expect(verdicts.every((v) => v.action === "ack" || v.action === "fail")).toBe(true);
