@@ -9,7 +9,27 @@ import type { Logger } from "pino";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
 import type { OperationDoc } from "./operation.js";
 
+/**
+ * Who a request acts for, as the authenticator established it. Today one kind: the holder of the
+ * admin token. Scoped keys (issue 17: applications, keys limited to them) add kinds here, and
+ * handlers narrow what they show by it.
+ */
+export type Principal = { kind: "admin" };
+
+/**
+ * Decides who sent a request from its headers: a Principal, or undefined (answered 401). Runs only
+ * for `auth: "admin"` routes. Default: the bearer token compared in constant time with ADMIN_TOKEN.
+ */
+export type Authenticator = (headers: IncomingHttpHeaders) => Principal | undefined | Promise<Principal | undefined>;
+
+/** The default authenticator: `Authorization: Bearer <token>`, compared in constant time. */
+export function bearerAuthenticator(token: string): Authenticator {
+  return (headers) => (bearerMatches(headers.authorization, token) ? { kind: "admin" } : undefined);
+}
+
 export interface Request {
+  /** Who it acts for; set on `auth: "admin"` routes, undefined on public ones. */
+  principal?: Principal;
   method: string;
   path: string;
   params: Record<string, string>;
@@ -61,6 +81,8 @@ export class HttpError extends Error {
 export interface ServerOptions {
   routes: Route[];
   adminToken: string;
+  /** Who sent a request, for `auth: "admin"` routes. Default: bearerAuthenticator(adminToken). */
+  authenticate?: Authenticator;
   /** Largest request body accepted. Default: 1 MiB. */
   maxBodyBytes?: number;
   logger?: Logger;
@@ -215,6 +237,7 @@ function requestUrl(target: string): URL {
 /** Builds the request handler; exported apart from the server so tests can mount it anywhere. */
 export function createHandler(options: ServerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const routes = options.routes.map(compile);
+  const authenticate = options.authenticate ?? bearerAuthenticator(options.adminToken);
   const limit = options.maxBodyBytes ?? 1024 * 1024;
 
   const dispatch = async (req: IncomingMessage): Promise<Response> => {
@@ -226,7 +249,8 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
       if (!m) continue;
       allowed.add(route.method);
       if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue;
-      if (route.auth === "admin" && !bearerMatches(req.headers.authorization, options.adminToken)) {
+      const principal = route.auth === "admin" ? await authenticate(req.headers) : undefined;
+      if (route.auth === "admin" && !principal) {
         throw new HttpError(401, "unauthorized", "Missing or wrong bearer token: send `Authorization: Bearer <ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
       }
       const params: Record<string, string> = {};
@@ -240,6 +264,7 @@ export function createHandler(options: ServerOptions): (req: IncomingMessage, re
       let cached: Promise<Buffer> | undefined;
       const body = () => (cached ??= readBody(req, limit));
       return route.handler({
+        principal,
         method,
         path: url.pathname,
         params,
