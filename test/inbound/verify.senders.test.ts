@@ -114,8 +114,13 @@ describe("GitHub (signed with @octokit/webhooks-methods)", () => {
     "x-github-event": "issues",
   });
 
-  it("accepts octokit's signature; id from X-GitHub-Delivery, type from X-GitHub-Event", async () => {
-    expect(verifyWebhook(partner, await headersFor(), Buffer.from(body))).toEqual({ ok: true, eventId: delivery, eventType: "issues" });
+  it("accepts octokit's signature; id from X-GitHub-Delivery, type from X-GitHub-Event plus the body's action", async () => {
+    expect(verifyWebhook(partner, await headersFor(), Buffer.from(body))).toEqual({ ok: true, eventId: delivery, eventType: "issues.opened" });
+    // push has no action: the type is the event alone; an action that is not a word is left out.
+    const push = JSON.stringify({ ref: "refs/heads/main", commits: [] });
+    expect(verifyWebhook(partner, { ...(await headersFor(push)), "x-github-event": "push" }, Buffer.from(push))).toMatchObject({ ok: true, eventType: "push" });
+    const odd = JSON.stringify({ action: "not a word" });
+    expect(verifyWebhook(partner, await headersFor(odd), Buffer.from(odd))).toMatchObject({ ok: true, eventType: "issues" });
   });
 
   it("refuses a tampered body, a wrong secret and a missing signature", async () => {

@@ -1,6 +1,7 @@
 /**
  * GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`, keyed by the webhook
- * secret's text. The event id is `X-GitHub-Delivery`, the type `X-GitHub-Event`. GitHub signs
+ * secret's text. The event id is `X-GitHub-Delivery`, the type `X-GitHub-Event` plus the body's
+ * `action` when it has one (`issues.opened`, `pull_request.closed`; `push` has none). GitHub signs
  * neither a timestamp nor the delivery id, so the tolerance does not apply; de-duplication by
  * delivery id is what stops a replay from being processed twice. The SHA-1 `X-Hub-Signature` is
  * not accepted.
@@ -23,7 +24,7 @@ export const github: SchemeVerifier = {
     return null;
   },
 
-  identify(_partner, headers) {
+  identify(_partner, headers, body) {
     const id = requireHeader(headers, "x-github-delivery", 400, "missing_event_id", "GitHub sends the delivery id there, and it is the event id");
     if (isRejection(id)) return id;
     // Delivery ids are GUIDs; a comma means Node joined two X-GitHub-Delivery headers into one
@@ -34,6 +35,8 @@ export const github: SchemeVerifier = {
     if ("ambiguous" in type || ("value" in type && type.value.includes(","))) {
       return reject(400, "ambiguous_header", "The X-GitHub-Event header was sent more than once; send it exactly once.");
     }
-    return { id, idSource: "header X-GitHub-Delivery", type: "value" in type ? type.value : null };
+    // The action says what happened to the object (issue 16): `issues` alone would not tell opened from closed.
+    const action = typeof body.action === "string" && /^[A-Za-z0-9_-]{1,64}$/.test(body.action) ? body.action : undefined;
+    return { id, idSource: "header X-GitHub-Delivery", type: "value" in type ? (action ? `${type.value}.${action}` : type.value) : null };
   },
 };
