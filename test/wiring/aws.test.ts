@@ -46,6 +46,8 @@ import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./su
 import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
 import { makeCertificate } from "./support/certificates.js";
 import { listenLocal, verifyingHandler, type Received } from "./support/receivers.js";
+import { buildFunctions } from "../../functions/build.js";
+import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 
 const DRIVER = fileURLToPath(new URL("./drivers/aws.mjs", import.meta.url));
 /** The Lambda runtime's Amazon CA bundle; here, a file holding the stand-ins' private CAs. */
@@ -182,7 +184,8 @@ beforeAll(async () => {
     [key(queueResource, "url"), main.url],
     [key(dlqResource, "url"), dlq.url],
     [key(resourceAt(json, "aws_s3_bucket", "claim-checks/bucket"), "bucket"), bucket],
-    [key(partnerSecret, "arn"), await putSecret(String(partnerSecret.body.name), PARTNERS_JSON)],
+    // The test partner, plus GitHub and Stripe for the handler module block (issue 16).
+    [key(partnerSecret, "arn"), await putSecret(String(partnerSecret.body.name), JSON.stringify({ ...JSON.parse(PARTNERS_JSON), ...SENDER_PARTNERS }))],
     [key(alertSecret, "arn"), await putSecret(String(alertSecret.body.name), ALERT_SECRET)],
     [key(cluster, "endpoint"), "localhost"],
     [key(cluster, "port"), String(pg.port)],
@@ -306,4 +309,40 @@ describe("AWS wiring: where the stack and a function disagree, the function refu
     await expect(start("relay/relay/function", { handler: "index.main" })).rejects.toThrow(/HandlerNotFound: index\.main/);
   }, 60_000);
 
+});
+
+describe("AWS wiring: a user's handler module outside the repository, bundled into the processor (issue 16)", () => {
+  it("a GitHub push (octokit-signed) and Stripe events (stripe SDK test header): API Gateway → ingest → SQS → the processor built with INBOUND_HANDLERS", async (t) => {
+    if (skip) return t.skip();
+    const dir = mkdtempSync(join(tmpdir(), "wiring-aws-handlers-"));
+    await buildFunctions(dir, { inboundHandlers: writeSenderHandlers() });
+    const fn = functionAt("workers/processor/function");
+    const userProcessor = await startFunctionProcess({
+      driver: DRIVER, bundleDir: join(dir, "aws", "processor"), env: lambdaEnvironment(fn),
+      args: [String(fn.body.handler), String(fn.body.timeout), String(fn.body.function_name)],
+    });
+    processes.push(userProcessor);
+    const ingest = await start("ingress/ingest/function");
+    const push = await githubPush();
+    const invoice = `in_wiring_${Date.now()}`;
+    const paid = stripeInvoiceEvent("invoice.paid", invoice);
+    const created = stripeInvoiceEvent("invoice.created", invoice);
+    for (const [partner, request] of [["github", push], ["stripe", paid], ["stripe", created]] as const) {
+      const answer = await ingest.invoke<{ statusCode: number; body: string }>("invoke", apiEvent(partner, request));
+      expect(answer.statusCode, answer.body).toBe(202);
+    }
+    const state = async () => (await admin.query<{ state: string }>("SELECT state FROM inbound_entities WHERE machine = 'invoice' AND entity_id = $1", [invoice])).rows[0]?.state;
+    for (let i = 0; i < 50 && ((await inbox(push.delivery)) !== "processed" || (await state()) !== "paid"); i++) {
+      const r = await pollOnce(sqs, queueUrl, queueArn, (event) => userProcessor.invoke("invoke", event));
+      expect(r.failed, userProcessor.output().slice(-3000)).toEqual([]);
+    }
+    expect(await inbox(push.delivery)).toBe("processed");
+    const pushed = await admin.query<{ type: string; body: string }>("SELECT type, body FROM outbound_events WHERE id = $1", [`gh-${push.delivery}`]);
+    expect(pushed.rows[0]?.type).toBe("repo.pushed");
+    expect(await state()).toBe("paid");
+    const types = await admin.query<{ partner_event_id: string; event_type: string }>(
+      "SELECT partner_event_id, event_type FROM inbox_entries WHERE partner_name IN ('github', 'stripe') AND partner_event_id = ANY($1::text[]) ORDER BY event_type",
+      [[push.delivery, paid.eventId, created.eventId]]);
+    expect(types.rows.map((r) => r.event_type)).toEqual(["invoice.created", "invoice.paid", "push"]);
+  }, 180_000);
 });
