@@ -44,6 +44,8 @@ import { PUBSUB_EMULATOR_HOST, pubsubEmulatorAvailable, skipUnlessAvailable } fr
 import { startGcsTestPeer, type GcsTestPeer } from "../support/gcsTestPeer.js";
 import { startReceiver, type Receiver } from "../outbound/support/receiver.js";
 import { eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
+import { buildFunctions } from "../../functions/build.js";
+import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
 import { skipUnlessNode22 } from "./support/node22.js";
@@ -105,7 +107,8 @@ function resolver(): RefResolver {
 /** Secret Manager as a deploy leaves it: Terraform's first versions, and what the operator adds. */
 function secretValue(secretId: string): string {
   const operatorFilled: Record<string, string> = {
-    "hooktest-partner-signing-secrets": PARTNERS_JSON,
+    // The test partner, plus GitHub and Stripe for the handler module block (issue 16).
+    "hooktest-partner-signing-secrets": JSON.stringify({ ...JSON.parse(PARTNERS_JSON), ...SENDER_PARTNERS }),
     "hooktest-alert-webhook-secret": ALERT_SECRET,
   };
   if (operatorFilled[secretId]) return operatorFilled[secretId]!;
@@ -382,4 +385,44 @@ describe("GCP wiring: the stack's functions are the four bundles", () => {
     if (skip) return t.skip();
     expect(resourcesOf(json, "google_cloudfunctions2_function").map((f) => f.body.name).sort()).toEqual(["hooktest-ingest", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
   });
+});
+
+describe("GCP wiring: a user's handler module outside the repository, bundled into the processor (issue 16)", () => {
+  it("a GitHub push (octokit-signed) and Stripe events (stripe SDK test header): ingest → Pub/Sub → a push to the processor built with INBOUND_HANDLERS", async (t) => {
+    if (skip) return t.skip();
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(join(tmpdir(), "wiring-gcp-handlers-"));
+    await buildFunctions(dir, { inboundHandlers: writeSenderHandlers() });
+    const bundleDir = join(dir, "gcp", "processor");
+    // What Cloud Build's `npm install` would put next to the bundle, as for the stack's own.
+    mkdirSync(join(bundleDir, "node_modules/@google-cloud"), { recursive: true });
+    symlinkSync(join(REPO, "node_modules/@google-cloud/functions-framework"), join(bundleDir, "node_modules/@google-cloud/functions-framework"), "dir");
+    const { env, entryPoint } = environmentOf("processor");
+    const fp = await startFunctionProcess({ driver: DRIVER, bundleDir, env, args: [entryPoint] });
+    running.push(fp);
+    const standard = url["hooktest-processor"];
+    url["hooktest-processor"] = (await fp.invoke<{ url: string }>("url")).url;
+    try {
+      const push = await githubPush();
+      const invoice = `in_wiring_gcp_${Date.now()}`;
+      const paid = stripeInvoiceEvent("invoice.paid", invoice);
+      const created = stripeInvoiceEvent("invoice.created", invoice);
+      for (const [partner, request, id] of [["github", push, push.delivery], ["stripe", created, created.eventId], ["stripe", paid, paid.eventId]] as const) {
+        const r = await fetch(`${url["hooktest-ingest"]}/webhooks/${partner}`, { method: "POST", headers: request.headers, body: request.body });
+        expect(r.status, await r.text()).toBe(202);
+        expect(await pushNext(id), fp.output().slice(-3000)).toBe(204);
+      }
+      const state = await owner.query<{ state: string }>("SELECT state FROM inbound_entities WHERE machine = 'invoice' AND entity_id = $1", [invoice]);
+      expect(state.rows[0]?.state).toBe("paid");
+      const entry = async (partner: string, id: string) =>
+        (await owner.query("SELECT status, outcome, event_type FROM inbox_entries WHERE partner_name = $1 AND partner_event_id = $2", [partner, id])).rows[0];
+      expect(await entry("stripe", paid.eventId)).toMatchObject({ status: "processed", outcome: "applied", event_type: "invoice.paid" });
+      expect(await entry("github", push.delivery)).toMatchObject({ status: "processed", outcome: "applied", event_type: "push" });
+      const pushed = await owner.query<{ type: string }>("SELECT type FROM outbound_events WHERE id = $1", [`gh-${push.delivery}`]);
+      expect(pushed.rows[0]?.type).toBe("repo.pushed");
+    } finally {
+      url["hooktest-processor"] = standard!;
+    }
+  }, 180_000);
 });
