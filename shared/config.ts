@@ -66,6 +66,11 @@ const schema = z.object({
   /** Outbound: consecutive failures that mark an endpoint degraded / disabled. Default: 5 / 20. */
   OUTBOUND_DEGRADE_AFTER: intFrom(1, 10_000, 5),
   OUTBOUND_DISABLE_AFTER: intFrom(1, 10_000, 20),
+  /**
+   * Outbound circuit breaker: seconds a run of failures must last (besides OUTBOUND_DISABLE_AFTER of
+   * them) before it disables the endpoint: sustained failure, not a burst. Default: 30.
+   */
+  OUTBOUND_BREAKER_WINDOW_SECONDS: intFrom(0, 86_400, 30),
   /** Outbound: seconds between probes of a disabled endpoint. Default: 60. */
   OUTBOUND_PROBE_INTERVAL_SECONDS: intFrom(1, 86_400, 60),
   /**

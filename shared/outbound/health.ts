@@ -1,8 +1,13 @@
 /**
  * Endpoint health, a circuit breaker per subscription:
- * consecutive failures mark it `degraded`, then `disabled` (circuit open). A disabled endpoint gets
- * no normal traffic; every `probeIntervalSeconds` one of its pending deliveries is sent as a probe.
- * A success (probe or not) closes the circuit: status back to active, and its kept deliveries resume.
+ * consecutive failures mark it `degraded`; `disableAfter` of them that have lasted at least
+ * `openAfterSeconds` open the circuit (`disabled`): sustained failure, not one burst of concurrent
+ * failures (64 within 50 ms reach the count in no time, never the window). A disabled endpoint gets
+ * no normal traffic; every `probeIntervalSeconds` one of its pending deliveries is sent as a probe
+ * (half-open). Only a probe's success closes the circuit (a late success of an attempt in flight
+ * when it opened does not: no flapping); its kept deliveries then resume gradually, since every
+ * relay's adaptive limit for it (adaptiveConcurrency.ts) is low after the failures and grows back
+ * by slow start (1, 2, 4, … per round trip).
  * A 410 Gone disables at once and is not probed: the receiver said the endpoint is gone, so it
  * stays disabled until an operator re-enables it.
  */
@@ -15,9 +20,11 @@ export interface HealthPolicy {
   disableAfter: number;
   /** Seconds between probes of a disabled endpoint. Default: 60. */
   probeIntervalSeconds: number;
+  /** Seconds the failures must have lasted (from the first of the run) before they open the circuit. Default: 30. */
+  openAfterSeconds?: number;
 }
 
-export const DEFAULT_HEALTH_POLICY: HealthPolicy = { degradeAfter: 5, disableAfter: 20, probeIntervalSeconds: 60 };
+export const DEFAULT_HEALTH_POLICY: HealthPolicy = { degradeAfter: 5, disableAfter: 20, probeIntervalSeconds: 60, openAfterSeconds: 30 };
 
 /** The net effect of a batch of attempts on one subscription. */
 export interface HealthUpdate {
@@ -33,6 +40,8 @@ export interface HealthUpdate {
    * by the retry policy), or 429 without one (1 s). 0: not throttled.
    */
   throttleSeconds: number;
+  /** A probe succeeded: the only way an open circuit closes. */
+  probeSucceeded: boolean;
 }
 
 /** How long an answer asks us to leave the endpoint alone, whichever delivery got it. */
@@ -48,10 +57,11 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
   for (const c of completions) {
     const id = c.delivery.subscriptionId;
     let u = bySub.get(id);
-    if (!u) bySub.set(id, (u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0 }));
+    if (!u) bySub.set(id, (u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false }));
     u.throttleSeconds = Math.max(u.throttleSeconds, throttleOf(c));
     if (c.outcome.result === "delivered") {
       u.succeeded = true;
+      if (c.delivery.probe) u.probeSucceeded = true;
       u.failures = 0;
       u.gone = false;
     } else {

@@ -29,6 +29,7 @@ export function createOutboundRelay(
       degradeAfter: config.OUTBOUND_DEGRADE_AFTER,
       disableAfter: config.OUTBOUND_DISABLE_AFTER,
       probeIntervalSeconds: config.OUTBOUND_PROBE_INTERVAL_SECONDS,
+      openAfterSeconds: config.OUTBOUND_BREAKER_WINDOW_SECONDS,
     },
     batchSize: overrides.batchSize ?? config.OUTBOUND_BATCH_SIZE,
     concurrency: config.OUTBOUND_CONCURRENCY,

@@ -2,7 +2,7 @@
 import type { Queryable } from "../../db/port.js";
 import { prepared } from "../../db/prepared.js";
 import type { HealthPolicy } from "../health.js";
-import { summariseHealth } from "../health.js";
+import { DEFAULT_HEALTH_POLICY, summariseHealth } from "../health.js";
 import type { Completion } from "../types.js";
 
 export interface HealthTransition {
@@ -25,15 +25,19 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21), then the delivery state and attempt log ($8–$20). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23), then the delivery state and attempt log ($8–$20). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
-     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[]) AS u(id, succeeded, failures, gone, throttle)
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[]) AS u(id, succeeded, failures, gone, throttle, probe_ok)
    ),
    n AS (
-     SELECT s.id, u.succeeded, u.gone, u.throttle, s.status AS old_status,
-            CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures
+     SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status,
+            CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures,
+            -- Start of the current run of failures (the breaker's time window); NULL while none.
+            CASE WHEN (CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END) = 0 THEN NULL
+                 WHEN u.succeeded OR s.failing_since IS NULL THEN now()
+                 ELSE s.failing_since END AS since
      FROM outbound_subscriptions s JOIN u ON u.id = s.id
      -- A healthy endpoint answering 2xx needs no write (and no lock): the hot path stays cheap.
      WHERE u.gone OR u.failures > 0 OR s.status <> 'active' OR s.consecutive_failures <> 0
@@ -44,8 +48,12 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    m AS (
      SELECT n.*, CASE
          WHEN n.gone THEN 'disabled'
-         WHEN n.old_status = 'disabled' AND NOT n.succeeded THEN 'disabled'
-         WHEN n.failures >= $5 THEN 'disabled'
+         -- Open, the circuit closes only on a probe's success (half-open): a success of an attempt
+         -- that was in flight when it opened does not flip it back (no flapping).
+         WHEN n.old_status = 'disabled' AND NOT n.probe_ok THEN 'disabled'
+         -- Opens on sustained failure only: the count AND the time window (a burst of concurrent
+         -- failures within milliseconds reaches the count, not the window).
+         WHEN n.failures >= $5 AND n.since <= now() - $22::float8 * interval '1 second' THEN 'disabled'
          WHEN n.failures >= $6 THEN 'degraded'
          ELSE 'active' END AS new_status
      FROM n
@@ -54,13 +62,15 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      UPDATE outbound_subscriptions s SET
        status = m.new_status,
        consecutive_failures = m.failures,
+       failing_since = m.since,
        last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
        -- A 429 or Retry-After slows the endpoint itself: no claims for it until then (issue 15).
        throttled_until = CASE WHEN m.throttle > 0 THEN GREATEST(s.throttled_until, now() + m.throttle * interval '1 second') ELSE s.throttled_until END,
        disabled_reason = CASE
          WHEN m.new_status <> 'disabled' THEN NULL
          WHEN m.gone THEN 'gone: the endpoint answered 410 Gone; re-enable the subscription once it is back'
-         WHEN m.old_status <> 'disabled' THEN 'circuit open: ' || m.failures || ' consecutive failed attempts; probing periodically'
+         WHEN m.old_status <> 'disabled' THEN 'circuit open: ' || m.failures || ' consecutive failed attempts over '
+           || round(extract(epoch FROM now() - m.since)) || ' s; probing periodically'
          ELSE s.disabled_reason END,
        disabled_at = CASE
          WHEN m.new_status <> 'disabled' THEN NULL
@@ -152,6 +162,8 @@ export async function completeDeliveries(db: Queryable, completions: readonly Co
       completions.map((c) => clean(c.outcome.responseExcerpt)),
       completions.map((c) => c.delivery.probe),
       updates.map((u) => u.throttleSeconds),
+      health.openAfterSeconds ?? DEFAULT_HEALTH_POLICY.openAfterSeconds,
+      updates.map((u) => u.probeSucceeded),
     ],
   );
   const accepted = new Set(rows.filter((r) => r.kind === "delivery").map((r) => r.id));
