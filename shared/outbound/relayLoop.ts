@@ -11,6 +11,10 @@
  * three writes overlap those waits (a second write starts only for a batch worth it: see `flush`).
  * Up to `claimers` claims run at once too, their slots reserved. Concurrent writes are safe: each
  * delivery update is token-guarded and the batches are disjoint.
+ *
+ * Turns: with `keyOf`, held items wait per group (the relay's subscriptions) and processing turns go
+ * round the groups, each capped by `turnsFor(group)`, so a group whose items hang holds at most its
+ * cap of turns while the others run.
  */
 
 /** What `process` returns for an item it did not do: the loop releases it. */
