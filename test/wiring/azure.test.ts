@@ -54,6 +54,8 @@ import { startAzurite, type Azurite } from "../support/azurite.js";
 import { startManagedIdentityTestPeer, type ManagedIdentityTestPeer } from "../support/managedIdentityTestPeer.js";
 import { startServiceBusTestPeer, type ServiceBusTestPeer } from "../support/serviceBusTestPeer.js";
 import { orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
+import { buildFunctions } from "../../functions/build.js";
+import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
@@ -249,7 +251,8 @@ beforeAll(async () => {
       vault.set(name, resolveRefs(String(secret.body.value), refValue, `secret ${name}`).replace(/^(postgres:\/\/[^@]+@localhost):5432\//, `$1:${pg.port}/`));
     }
   }
-  vault.set("partner-signing-secrets", PARTNERS_JSON);
+  // The test partner, plus GitHub and Stripe for the handler module block (issue 16).
+  vault.set("partner-signing-secrets", JSON.stringify({ ...JSON.parse(PARTNERS_JSON), ...SENDER_PARTNERS }));
   vault.set("alert-webhook-secret", ALERT_SECRET);
   admin = openPostgres({ connectionString: pg.adminUrl, ssl: pg.ssl, max: 2 });
 }, 300_000);
@@ -409,4 +412,33 @@ describe("Azure wiring: where the stack and a function disagree, the function re
     // The function's log is written asynchronously (pino): it may trail the answer.
     await expect.poll(() => fp.output(), { timeout: 10_000 }).toMatch(/Unable to load the proper Managed Identity/);
   }, 60_000);
+});
+
+describe("Azure wiring: a user's handler module outside the repository, bundled into the processor (issue 16)", () => {
+  it("a GitHub push (octokit-signed) and Stripe events (stripe SDK test header): HTTP → ingest → Service Bus → the processor built with INBOUND_HANDLERS", async (t) => {
+    if (skip) return t.skip();
+    const dir = mkdtempSync(join(tmpdir(), "wiring-azure-handlers-"));
+    await buildFunctions(dir, { inboundHandlers: writeSenderHandlers() });
+    const userProcessor = await startFunctionProcess({ driver: DRIVER, bundleDir: join(dir, "azure", "processor"), env: appEnvironment("workers") });
+    processes.push(userProcessor);
+    const ingest = await start("ingress");
+    const push = await githubPush();
+    const invoice = `in_wiring_azure_${Date.now()}`;
+    const paid = stripeInvoiceEvent("invoice.paid", invoice);
+    const created = stripeInvoiceEvent("invoice.created", invoice);
+    for (const [partner, request] of [["github", push], ["stripe", created], ["stripe", paid]] as const) {
+      const answer = await post(ingest, partner, request);
+      expect(answer.status, ingest.output().slice(-3000)).toBe(202);
+    }
+    const state = async () => (await admin.query<{ state: string }>("SELECT state FROM inbound_entities WHERE machine = 'invoice' AND entity_id = $1", [invoice])).rows[0]?.state;
+    for (let i = 0; i < 20 && ((await inbox(push.delivery)) !== "processed" || (await state()) !== "paid"); i++) {
+      expect(await trigger(userProcessor), userProcessor.output().slice(-3000)).not.toBe("abandoned");
+    }
+    expect(await inbox(push.delivery)).toBe("processed");
+    expect(await state()).toBe("paid");
+    const pushed = await admin.query<{ type: string }>("SELECT type FROM outbound_events WHERE id = $1", [`gh-${push.delivery}`]);
+    expect(pushed.rows[0]?.type).toBe("repo.pushed");
+    const types = await admin.query<{ event_type: string }>("SELECT event_type FROM inbox_entries WHERE partner_event_id = ANY($1::text[]) ORDER BY event_type", [[push.delivery, paid.eventId, created.eventId]]);
+    expect(types.rows.map((r) => r.event_type)).toEqual(["invoice.created", "invoice.paid", "push"]);
+  }, 180_000);
 });

@@ -28,7 +28,8 @@
  * (everything is on loopback), Cloud Scheduler's and Pub/Sub's own retries and backoff, and Cloud
  * Build's `npm install` (the framework is linked from this repository's node_modules).
  */
-import { mkdirSync, symlinkSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, symlinkSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -390,8 +391,6 @@ describe("GCP wiring: the stack's functions are the four bundles", () => {
 describe("GCP wiring: a user's handler module outside the repository, bundled into the processor (issue 16)", () => {
   it("a GitHub push (octokit-signed) and Stripe events (stripe SDK test header): ingest → Pub/Sub → a push to the processor built with INBOUND_HANDLERS", async (t) => {
     if (skip) return t.skip();
-    const { mkdtempSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
     const dir = mkdtempSync(join(tmpdir(), "wiring-gcp-handlers-"));
     await buildFunctions(dir, { inboundHandlers: writeSenderHandlers() });
     const bundleDir = join(dir, "gcp", "processor");
