@@ -28,6 +28,7 @@
  *   npm run bench:functions      # needs PostgreSQL at 127.0.0.1:5432; moto and the Pub/Sub emulator
  *                                # from `source .ci/services.sh && start_services`
  *   BENCH_FUNCTIONS_BASELINE=f89e08c npm run bench:functions
+ *   BENCH_FUNCTIONS_ONLY=gcp/ingest npm run bench:functions    # the rows whose label contains it
  * Targets: what a bundle loads at import < 1 MiB, all its chunks < 4 MiB (test/functions/bundles.test.ts);
  * first event < 1 s.
  */
@@ -217,7 +218,9 @@ async function main(): Promise<void> {
   };
   const gcs = await startGcsTestPeer();
   const claimChecks = { MAX_INBOUND_BODY_BYTES: String(16 * 1024 * 1024) };
-  const cases: Case[] = variants.at(-1)!.flatMap((f) => [
+  // BENCH_FUNCTIONS_ONLY=<text>: only the rows whose label contains it (e.g. "gcp/ingest").
+  const only = process.env.BENCH_FUNCTIONS_ONLY;
+  const cases: Case[] = variants.at(-1)!.flatMap((f): Case[] => [
     { cloud: f.cloud, name: f.name, claimCheck: false, label: `${f.cloud}/${f.name}` },
     ...(f.name === "ingest" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: `${f.cloud}/ingest (claim-check)` }] : []),
     ...(f.name === "ingest" && f.cloud === "azure" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: "azure/ingest (claim-check, managed identity)", env: managedIdentity }] : []),
@@ -251,7 +254,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < RUNS; i++) {
       reference.push(await coldStart(dir, { cloud: "reference" as BuiltFunction["cloud"], name: "ingest", dir: root, bytes: 0, loadedBytes: 0 }, { DATABASE_URL: database.url }, {}));
     }
-    for (const c of cases) {
+    for (const c of cases.filter((x) => !only || x.label.includes(only))) {
       const builds = variants.map((v) => ({ f: v.find((f) => f.cloud === c.cloud && f.name === c.name)!, runs: [] as Measured[] }));
       let note = "";
       // Runs alternate between the builds: both see the same moments of the machine's load.
