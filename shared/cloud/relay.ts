@@ -16,10 +16,11 @@ import { inboxProcessorFor } from "./inboxProcessor.js";
  * ALERT_WEBHOOK_URL's system subscription when one is configured, and logged at error level in
  * any case); `close` frees the relay's connection pool.
  *
- * A scheduled pass claims at most one HTTP turn's worth (64), so it lasts at most one attempt
- * timeout plus a claim and a write: `passReserveMs`, the time the drain keeps for a pass, then
- * holds, and the platform never cuts a pass short (its leases would hold the deliveries up until
- * they run out). Bigger claims would save little: a pass's turns run one after the other.
+ * A scheduled pass claims at most one HTTP turn's worth (64), and of each subscription one round
+ * of its adaptive limit (8 at first, doubling per pass while it answers: a hanging endpoint never
+ * fills a pass), so it lasts at most one attempt timeout plus a claim and a write:
+ * `passReserveMs`, the time the drain keeps for a pass, then holds, and the platform never cuts a
+ * pass short (its leases would hold the deliveries up until they run out).
  */
 export function relayFor(db: Database, config: Config, logger: Logger): {
   relay: Relay;
