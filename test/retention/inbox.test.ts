@@ -47,6 +47,13 @@ describeEachBackend("inbox retention", (ctx) => {
     await expect(purgeInbox(ctx.db, 3)).rejects.toThrow(/inboxProcessedDays must be 0 \(keep forever\) or a whole number of days ≥ 8, got 3/);
   });
 
+  it("ignored entries (no handler took them) go like processed ones, counted from when they were settled", async () => {
+    await entry("ignored-old", "ignored", 40, 40);
+    await entry("ignored-recent", "ignored", 3, 3);
+    expect(await purgeInbox(ctx.db, 30)).toBe(1);
+    expect(await kept()).toEqual(["ignored-recent"]);
+  });
+
   it("a retention run purges the outbox, then the inbox", async () => {
     await entry("gone", "processed", 20, 20);
     const result = await purgeAll(ctx.db, { deliveredDays: 30, deadDays: 0, inboxProcessedDays: 10 });
