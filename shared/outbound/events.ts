@@ -45,8 +45,10 @@ interface Row {
 }
 
 function summary(row: Row): EventSummary & { key: [string, string] } {
-  const { timestamp } = JSON.parse(row.body) as { timestamp: string };
-  return { id: row.id, type: row.type, occurredAt: timestamp, createdAt: row.created_at, key: [row.created_key, row.id] };
+  const { timestamp } = JSON.parse(row.body) as { timestamp?: unknown };
+  // A forwarded inbound event (shared/inbound/forward.ts) is the partner's own body: no timestamp of ours.
+  const occurredAt = typeof timestamp === "string" ? timestamp : new Date(row.created_at).toISOString();
+  return { id: row.id, type: row.type, occurredAt, createdAt: row.created_at, key: [row.created_key, row.id] };
 }
 
 /** Events matching `filter`, newest first; each carries `key`, the page key to pass as `before`. */

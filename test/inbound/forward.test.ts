@@ -18,6 +18,7 @@ import { processInbound } from "../../shared/cloud/processInbound.js";
 import { createDispatchHandler } from "../../shared/inbound/dispatch.js";
 import { InboxProcessor } from "../../shared/inbound/processor.js";
 import { parsePartners } from "../../shared/inbound/verify/index.js";
+import { getEvent, listEvents } from "../../shared/outbound/events.js";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { createTransport } from "../../shared/outbound/transport.js";
@@ -127,6 +128,12 @@ describeEachBackend("forwarding inbound events (no code)", (ctx) => {
       expect(g.headers[FORWARD_HEADERS.eventType]).toBe("invoice.paid");
     }
     expect(by.get(`fwd-${ctx.backend}-burst`)![0]!.raw.equals(burst.body)).toBe(true);
+    // The management API lists and shows forwarded events like any other.
+    const listed = await listEvents(ctx.db, { type: "webhooks.forward.shop" });
+    expect(listed.length).toBeGreaterThanOrEqual(6);
+    const detail = await getEvent(ctx.db, listed[0]!.id);
+    expect(detail.deliveries.map((d) => d.status)).toEqual(["delivered"]);
+    expect([...bodies, burst.body.toString()]).toContain(detail.body);
   });
 
   it("the cloud processors' path (processInbound, a queue message redelivered and raced): forwarded once, original bytes", async () => {
