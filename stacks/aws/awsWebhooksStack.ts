@@ -113,8 +113,8 @@ export class AwsWebhooksStack extends TerraformStack {
           WEBHOOKS_DEAD_LETTER_QUEUE_URL: queue.deadLetterQueue.url,
           WEBHOOKS_CLAIM_CHECK_BUCKET: claimChecks.bucket.bucket,
           WEBHOOKS_VERIFY_IN_PROCESSOR: String(config.awsDirectQueueIngress),
-          // Direct ingress: the processor verifies, with the partners' secrets.
-          ...(config.awsDirectQueueIngress ? { WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn } : {}),
+          // The partners: for their forward destinations, and with direct ingress to verify.
+          WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn,
         },
         inVpc(network.workerSecurityGroupId),
         // New code after the migration it expects (expand the schema first, then deploy the code).

@@ -33,6 +33,7 @@ export interface FunctionRolesProps {
   claimCheckBucketArn: string;
   logGroupArns: Record<AwsFunctionName, string>;
   /** Direct API→SQS ingress: the processor verifies signatures, so it reads the partner secret. */
+  /** Direct ingress: the processor verifies the signatures (it reads the partners either way, for forwarding). */
   processorVerifies: boolean;
 }
 
@@ -86,7 +87,9 @@ export class FunctionRoles extends Construct {
       tracing,
       inVpc,
       connectAsApp,
-      ...(props.processorVerifies ? [readSecret(props.partnerSecretsArn)] : []),
+      // The partners: their forward destinations (issue 16: the processor enqueues each forwarded
+      // event in the inbox write's transaction) and, with direct ingress, their signing secrets.
+      readSecret(props.partnerSecretsArn),
       // Receive/delete/attributes for the event source mapping (the explicit dead-letter deletes
       // too); send for a deferral, which re-sends the message with a delay and acks the original.
       { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], Resource: props.queueArn },

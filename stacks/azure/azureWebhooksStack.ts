@@ -68,8 +68,10 @@ export class AzureWebhooksStack extends TerraformStack {
         processor: [
           { role: "Azure Service Bus Data Receiver", scope: queueScope },
           { role: "Azure Service Bus Data Sender", scope: queueScope },
-          // No partner secrets: ingest verified every message before it was queued.
           secretReader(database.urlSecret),
+          // The partners' forward destinations (issue 16): each verified event a partner forwards is
+          // enqueued by the processor, in the inbox write's transaction. It never verifies: ingest did.
+          secretReader(secrets.partnerSecret),
           // Reads claim-checks only: ingest writes them, and lifecycle management deletes them.
           { role: "Storage Blob Data Reader", scope: claimChecks.scope },
         ],
@@ -118,6 +120,7 @@ export class AzureWebhooksStack extends TerraformStack {
         ...busSettings("processor"),
         ...claimCheckSettings,
         ...databaseSettings,
+        PARTNERS: secrets.reference(PARTNER_SECRETS_NAME),
         // Failures before the inbox are retried with a growing delay this many times, then dead-lettered.
         WEBHOOKS_RETRY_MAX_ATTEMPTS: String(config.maxDeliveryAttempts),
         // host.json override: messages in flight per instance.

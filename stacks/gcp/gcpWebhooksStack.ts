@@ -67,8 +67,12 @@ export class GcpWebhooksStack extends TerraformStack {
     const urlVersion = database.urlSecretVersion;
     const secretDeps = {
       ingest: [secrets.allow(secrets.partnerSecret, "ingest", accounts.emails.ingest), partnerVersion],
-      // No partner secrets for the processor: ingest verified every message before it was published.
-      processor: [secrets.allow(database.urlSecret, "processor", accounts.emails.processor), urlVersion],
+      processor: [
+        secrets.allow(database.urlSecret, "processor", accounts.emails.processor),
+        secrets.allow(secrets.partnerSecret, "processor", accounts.emails.processor),
+        urlVersion,
+        partnerVersion,
+      ],
       relay: [
         secrets.allow(database.urlSecret, "relay", accounts.emails.relay),
         urlVersion,
@@ -117,7 +121,9 @@ export class GcpWebhooksStack extends TerraformStack {
         WEBHOOKS_DB_POOL_MAX: String(pools.processor),
         ...databaseTls,
       },
-      secrets: { DATABASE_URL: database.urlSecret },
+      // PARTNERS for the partners' forward destinations (the processor enqueues each forwarded event
+      // in the inbox write's transaction); it never verifies: ingest did, before publishing.
+      secrets: { DATABASE_URL: database.urlSecret, PARTNERS: secrets.partnerSecret },
       // Private ranges only: the database via the connector, Google APIs directly.
       vpc: privateRanges,
     }));

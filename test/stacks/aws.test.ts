@@ -204,9 +204,10 @@ describe("AWS stack: issue 12 fixes", () => {
     const logs = ["logs:CreateLogStream", "logs:PutLogEvents"];
     const xray = ["xray:PutTelemetryRecords", "xray:PutTraceSegments"];
     expect(actionsOf(json, "ingest")).toEqual([...logs, "s3:PutObject", "secretsmanager:GetSecretValue", "sqs:SendMessage", ...xray].sort());
-    // No ChangeMessageVisibility (a deferral re-sends with a delay), no PutObject, no partner secret (ingest verified).
+    // No ChangeMessageVisibility (a deferral re-sends with a delay), no PutObject; the partner secret
+    // for the partners' forward destinations (the processor never verifies unless ingress is direct).
     expect(actionsOf(json, "processor")).toEqual([
-      ...eni, ...logs, "rds-db:connect", "s3:GetObject",
+      ...eni, ...logs, "rds-db:connect", "s3:GetObject", "secretsmanager:GetSecretValue",
       "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:SendMessage", ...xray,
     ].sort());
     expect(actionsOf(json, "relay")).toEqual([...eni, ...logs, "rds-db:connect", ...xray].sort());
@@ -216,9 +217,10 @@ describe("AWS stack: issue 12 fixes", () => {
     const queue = resourceAt(json, "aws_sqs_queue", "queue/queue");
     const dlq = resourceAt(json, "aws_sqs_queue", "queue/dlq");
     expect(sends).toEqual([`\${${queue.type}.${queue.name}.arn}`, `\${${dlq.type}.${dlq.name}.arn}`]);
-    // Direct ingress: the processor verifies, so it (and only then) reads the partner secret.
-    const direct = synthStack("aws", { awsDirectQueueIngress: "true" });
-    expect(actionsOf(direct, "processor")).toContain("secretsmanager:GetSecretValue");
+    // The one secret the processor reads is the partners' (direct ingress or not).
+    const reads = policyOf(json, "processor").filter((s) => asList(s.Action).includes("secretsmanager:GetSecretValue")).map((s) => s.Resource);
+    const partners = resourcesOf(json, "aws_secretsmanager_secret").find((r) => String(r.body.name).endsWith("/partner-signing-secrets"))!;
+    expect(reads).toEqual([`\${${partners.type}.${partners.name}.arn}`]);
   });
 
   it("#7 dead letters reach an e-mail (to confirm) and the platform's alerts a signed webhook", () => {

@@ -138,12 +138,6 @@ describe("Azure stack: functions, secrets and identities", () => {
     expect(blob.map((g) => g.body.role_definition_name)).toEqual(["Storage Blob Data Reader"]);
   });
 
-  it("gives the partners' signing secrets to ingest alone: the processor never verifies", () => {
-    expect(readsSecret("ingest", "partner-signing-secrets")).toBe(true);
-    for (const fn of ["processor", "relay", "migrate"]) expect(readsSecret(fn, "partner-signing-secrets"), fn).toBe(false);
-    for (const id of ["workers", "relay", "migrate"]) expect(Object.keys(settings(id)), id).not.toContain("PARTNERS");
-  });
-
   // Defect 9: claim-checks lived in the runtime account, whose key every app gets.
   it("keeps claim-checks in their own account with shared-key access off, out of the relay's reach", () => {
     const accounts = resourcesOf(json, "azurerm_storage_account");

@@ -105,8 +105,7 @@ describe("GCP stack: functions, schedule, secrets, identities", () => {
       for (const value of Object.values(plain)) expect(value).not.toMatch(/password|:\/\/[^/]*:[^@]*@/);
     }
     const secretEnv = block(fn("workers").body.service_config).secret_environment_variables as { key: string; version: string }[];
-    // The processor never verifies (ingest did, before publishing): it gets no partner secrets.
-    expect(secretEnv.map((s) => s.key).sort()).toEqual(["DATABASE_URL"]);
+    expect(secretEnv.map((s) => s.key).sort()).toEqual(["DATABASE_URL", "PARTNERS"]);
   });
 
   it("calls the relay from Cloud Scheduler with OIDC, and routes its egress through the connector and NAT", () => {
@@ -122,8 +121,8 @@ describe("GCP stack: functions, schedule, secrets, identities", () => {
   it("grants secret access per secret and per account, and no owner/editor role", () => {
     const accessors = resourcesOf(json, "google_secret_manager_secret_iam_member");
     expect(accessors.every((a) => a.body.role === "roles/secretmanager.secretAccessor")).toBe(true);
-    // ingest: partners; processor: app URL; relay: app URL; migrate: admin URL, app URL.
-    expect(accessors).toHaveLength(5);
+    // ingest: partners; processor: app URL, partners; relay: app URL; migrate: admin URL, app URL.
+    expect(accessors).toHaveLength(6);
     for (const m of resourcesOf(json, "google_project_iam_member")) expect(m.body.role).not.toMatch(/roles\/(owner|editor|.*admin)$/i);
   });
 });
@@ -169,8 +168,8 @@ describe("GCP stack: ingress, observability, outputs", () => {
 describe("GCP stack: deploy order", () => {
   it("deploys each function after its secret grants and first secret versions", () => {
     const deps = (id: string) => fn(id).body.depends_on as string[];
-    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(1);
-    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_version."))).toHaveLength(1);
+    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(2);
+    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_version."))).toHaveLength(2);
     expect(deps("relay").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(1);
     expect(deps("ingest").some((d) => d.startsWith("google_secret_manager_secret_version.secrets_partner"))).toBe(true);
   });
