@@ -279,7 +279,8 @@ export async function forgetHolds(q: Queryable): Promise<number> {
 
 const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
      SELECT id FROM outbound_subscriptions
-     WHERE status = 'disabled' AND next_probe_at <= now()
+     -- A paused subscription holds all its deliveries, probes included; a deleted one has none.
+     WHERE status = 'disabled' AND next_probe_at <= now() AND paused_at IS NULL AND deleted_at IS NULL
      ORDER BY next_probe_at
      LIMIT $1
      FOR UPDATE SKIP LOCKED
