@@ -1,6 +1,7 @@
 /**
- * Outbox retention: the outbox forgets finished work after a while. Delivered deliveries (and, when asked,
- * dead letters) past their retention are deleted with their attempt log and replay history; an
+ * Outbox retention: the outbox forgets finished work after a while. Delivered deliveries, cancelled
+ * ones (their subscription was deleted; aged like delivered work, from their cancellation) and, when
+ * asked, dead letters past their retention are deleted with their attempt log and replay history; an
  * event goes once none of its deliveries is left. Pending deliveries are never touched, whatever
  * their age: retention must not lose work that is still owed.
  *
@@ -27,7 +28,7 @@ export interface PurgeResult {
 }
 
 /**
- * One batch: up to $3 finished deliveries past their retention ($1 delivered days, $2 dead days;
+ * One batch: up to $3 finished deliveries past their retention ($1 delivered (and cancelled) days, $2 dead days;
  * 0 keeps that kind), with their attempts and replays, in one statement. Rows are locked with SKIP
  * LOCKED: a concurrent replay (which moves a dead letter back to pending) either commits first, and
  * the row no longer qualifies when re-checked, or waits and then finds the row gone.
@@ -38,6 +39,8 @@ const PURGE_DELIVERIES = `WITH doomed AS (
             AND created_at < now() - make_interval(days => $1::int) AND delivered_at < now() - make_interval(days => $1::int))
         OR (status = 'dead' AND $2::int > 0
             AND created_at < now() - make_interval(days => $2::int) AND dead_at < now() - make_interval(days => $2::int))
+        OR (status = 'cancelled' AND $1::int > 0
+            AND created_at < now() - make_interval(days => $1::int) AND cancelled_at < now() - make_interval(days => $1::int))
      LIMIT $3
      FOR UPDATE SKIP LOCKED
    ),

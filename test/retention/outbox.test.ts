@@ -55,6 +55,21 @@ describeEachBackend("outbox retention", (ctx) => {
     expect(await ids("outbound_events")).toEqual(["dead", "mixed", "recent", "stuck", "unmatched-new"]);
   });
 
+  it("cancelled deliveries (a deleted subscription's) go with the delivered retention, counted from their cancellation", async () => {
+    const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["order.*"] });
+    for (const id of ["cancelled-long-ago", "cancelled-lately"]) await enqueue(ctx.db, { id, type: "order.paid", data: {} });
+    const cancel = (eventId: string, daysAgo: number) => ctx.db.query(
+      "UPDATE outbound_deliveries SET status = 'cancelled', created_at = now() - interval '400 days', cancelled_at = now() - make_interval(days => $2) WHERE event_id = $1",
+      [eventId, daysAgo],
+    );
+    await cancel("cancelled-long-ago", 40);
+    await cancel("cancelled-lately", 3); // created long ago, but cancelled three days ago: kept
+    for (const id of ["cancelled-long-ago", "cancelled-lately"]) await age(id, 400);
+    expect(await purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 })).toMatchObject({ deliveries: 1, events: 1 });
+    expect(await ids("outbound_deliveries")).toEqual([`cancelled-lately:${s.id}`]);
+    expect(await purgeOutbox(ctx.db, { deliveredDays: 0, deadDays: 30 })).toMatchObject({ deliveries: 0 });
+  });
+
   it("dead letters go only when their own retention is set, counted from their death, with their replay history", async () => {
     const s = await createSubscription(ctx.db, { url: "https://a.example/h", eventTypes: ["order.*"] });
     await enqueue(ctx.db, { id: "old-dead", type: "order.paid", data: {} });
