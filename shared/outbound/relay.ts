@@ -240,7 +240,7 @@ export function createRelay(options: RelayOptions): Relay {
 
   const complete = async (completions: Completion[]) => {
     const result = await completeDeliveries(db, completions, health);
-    if (result.stale.length > 0) logger?.warn({ stale: result.stale.length }, "completions rejected: lease lost to another relay");
+    if (result.stale.length > 0) logger?.warn({ stale: result.stale.length }, "completions not applied: the lease was lost to another relay, or the delivery was cancelled (its subscription deleted) meanwhile");
     for (const t of result.transitions) logger?.warn(t, "subscription health changed");
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
