@@ -25,7 +25,8 @@ import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
   GOOGLE_CLOUD_PROJECT: z.string().check(z.minLength(1)),
-  WEBHOOKS_TOPIC: z.string().check(z.minLength(1)),
+  /** The inbound topic, which ingest publishes to; the relay and migrate need none. */
+  WEBHOOKS_TOPIC: z.optional(z.string().check(z.minLength(1))),
   PARTNERS: z.optional(z.string().check(z.minLength(2))),
   DATABASE_URL: z.optional(z.string().check(z.minLength(1))),
   /** The owner's URL: the migrate function only. */
@@ -97,7 +98,10 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
       return openCloudDatabase({ url: settings.DATABASE_ADMIN_URL, ...tls, poolMax: 1, checkSchema: false });
     },
     // Ingest publishes; the subscriptions belong to the push processor and the DLQ reader.
-    topic: once(async () => publisher(settings.WEBHOOKS_TOPIC)),
+    topic: once(async () => {
+      if (!settings.WEBHOOKS_TOPIC) throw new FunctionConfigError("Set WEBHOOKS_TOPIC (the inbound Pub/Sub topic ingest publishes to; the stack sets it).");
+      return publisher(settings.WEBHOOKS_TOPIC);
+    }),
     deadLetterTopic: once(async () => (settings.WEBHOOKS_DEAD_LETTER_TOPIC ? publisher(settings.WEBHOOKS_DEAD_LETTER_TOPIC) : undefined)),
     objectStore: once(async () => (connectors.objectStore ? connectors.objectStore(settings) : undefined)),
   };

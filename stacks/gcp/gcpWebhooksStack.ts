@@ -150,7 +150,6 @@ export class GcpWebhooksStack extends TerraformStack {
         environment: {
           WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayTime.budgetSeconds),
           GOOGLE_CLOUD_PROJECT: project,
-          WEBHOOKS_TOPIC: topicName,
           WEBHOOKS_DB_POOL_MAX: String(pools.relay),
           ...databaseTls,
           ...(config.alertWebhookUrl ? { ALERT_WEBHOOK_URL: config.alertWebhookUrl } : {}),
@@ -169,7 +168,7 @@ export class GcpWebhooksStack extends TerraformStack {
       migrate: fnProps("migrate", {
         timeoutSeconds: 300,
         maxInstances: 1,
-        environment: { GOOGLE_CLOUD_PROJECT: project, WEBHOOKS_TOPIC: topicName, WEBHOOKS_DB_POOL_MAX: String(pools.migrate), ...databaseTls },
+        environment: { GOOGLE_CLOUD_PROJECT: project, WEBHOOKS_DB_POOL_MAX: String(pools.migrate), ...databaseTls },
         secrets: { DATABASE_ADMIN_URL: database.adminUrlSecret, DATABASE_URL: database.urlSecret },
         vpc: privateRanges,
       }),
