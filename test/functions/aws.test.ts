@@ -5,7 +5,6 @@
  * test/support/sqsEventSource.ts; everything else is the code that ships.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import {
   CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient,
 } from "@aws-sdk/client-sqs";
@@ -20,7 +19,7 @@ import { openPostgres } from "../../shared/db/postgres.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 import { pollOnce } from "../support/sqsEventSource.js";
-import { eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, poisonEvent, signedDelivery } from "./support.js";
+import { apiGatewayEvent as apiEvent, eventually, inboxEntry, orderEvent, orderState, PARTNERS_JSON, poisonEvent, signedDelivery } from "./support.js";
 
 const suffix = Date.now().toString(36);
 let skip: string | undefined;
@@ -34,23 +33,6 @@ let runtimeEnv: Record<string, string | undefined>;
 /** The test process's environment without WEBHOOKS_* names (the functions refuse names they do not know). */
 const baseEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("WEBHOOKS_")));
 
-function apiEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
-  return {
-    version: "2.0",
-    routeKey: "POST /webhooks/{partner}",
-    rawPath: `/webhooks/${partner}`,
-    rawQueryString: "",
-    headers: delivery.headers,
-    pathParameters: { partner },
-    isBase64Encoded: false,
-    body: delivery.body,
-    requestContext: {
-      accountId: "123456789012", apiId: "api", domainName: "api.example", domainPrefix: "api",
-      http: { method: "POST", path: `/webhooks/${partner}`, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "partner" },
-      requestId: "req", routeKey: "POST /webhooks/{partner}", stage: "$default", time: "", timeEpoch: Date.now(),
-    },
-  };
-}
 
 const depth = async (url: string) => {
   const names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"] as const;

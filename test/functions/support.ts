@@ -2,6 +2,7 @@
  * Shared pieces of the cloud function tests: a partner signed by the reference `standardwebhooks`
  * library, order events, and reading the inbox back.
  */
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import type { Queryable } from "../../shared/db/port.js";
 import { signed } from "../inbound/helpers.js";
 import { useBundledHandlers } from "../../shared/cloud/bundledHandlers.js";
@@ -22,10 +23,11 @@ export function signedDelivery(id: string, body: string, at = new Date()): { hea
 export const orderEvent = (orderId: string, type: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ type, data: { order_id: orderId, ...extra } });
 
-export async function inboxEntry(db: Queryable, eventId: string): Promise<{ status: string; failures: number; outcome: string | null } | undefined> {
+/** The inbox entry of one partner event (the test partner `shop` unless said; null: whichever partner sent it). */
+export async function inboxEntry(db: Queryable, eventId: string, partner: string | null = "shop"): Promise<{ status: string; failures: number; outcome: string | null } | undefined> {
   const r = await db.query<{ status: string; failures: number; outcome: string | null }>(
-    "SELECT status, failures, outcome FROM inbox_entries WHERE partner_name = 'shop' AND partner_event_id = $1",
-    [eventId],
+    "SELECT status, failures, outcome FROM inbox_entries WHERE ($2::text IS NULL OR partner_name = $2) AND partner_event_id = $1",
+    [eventId, partner],
   );
   return r.rows[0];
 }
@@ -55,4 +57,23 @@ export async function poisonEvent(db: Queryable, eventId: string): Promise<void>
     END $$`);
   await db.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
   await db.query("CREATE TRIGGER test_poison BEFORE UPDATE ON inbox_entries FOR EACH ROW EXECUTE FUNCTION test_poison()");
+}
+
+/** A signed delivery as API Gateway's HTTP API (payload 2.0) hands it to the AWS ingest Lambda. */
+export function apiGatewayEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
+  return {
+    version: "2.0",
+    routeKey: "POST /webhooks/{partner}",
+    rawPath: `/webhooks/${partner}`,
+    rawQueryString: "",
+    headers: delivery.headers,
+    pathParameters: { partner },
+    isBase64Encoded: false,
+    body: delivery.body,
+    requestContext: {
+      accountId: "123456789012", apiId: "api", domainName: "api.example", domainPrefix: "api",
+      http: { method: "POST", path: `/webhooks/${partner}`, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "partner" },
+      requestId: "req", routeKey: "POST /webhooks/{partner}", stage: "$default", time: "", timeEpoch: Date.now(),
+    },
+  };
 }

@@ -5,13 +5,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { openDatabase } from "../../shared/db/open.js";
 import type { Database } from "../../shared/db/port.js";
-import { createRelay, createSubscription, enqueueMany, type Relay } from "../../shared/outbound/index.js";
+import { createRelay, createSubscription, enqueueMany } from "../../shared/outbound/index.js";
 import { claimDueDeliveries, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
 import { describeEachBackend } from "../support/databases.js";
-import { resetOutbound, startReceiver, waitFor, type Receiver } from "./support/receiver.js";
+import { relayFleet } from "./support/relayFleet.js";
+import { startReceiver, waitFor, type Receiver } from "./support/receiver.js";
 
 const events = (prefix: string, n: number, type = "a.b") => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, type, data: { i } }));
 const setMaxInFlight = (db: Database, id: string, n: number) => db.query("UPDATE outbound_subscriptions SET max_in_flight = $2 WHERE id = $1", [id, n]);
@@ -19,26 +19,16 @@ const setMaxInFlight = (db: Database, id: string, n: number) => db.query("UPDATE
 describeEachBackend("in-flight limits and fair claims", (ctx) => {
   let transport: Transport;
   let receiver: Receiver | undefined;
-  const relays: Relay[] = [];
-  const pools: Database[] = [];
+  const fleet = relayFleet(ctx);
+  const { relays, dbForRelay } = fleet;
   beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
   afterAll(() => transport?.close());
   afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop()));
-    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await fleet.stopAll();
     await receiver?.close();
     receiver = undefined;
-    await resetOutbound(ctx.db);
-    await ctx.db.query("DELETE FROM outbound_relay_holds");
+    await fleet.reset();
   });
-
-  /** A relay's own database handle: its own pool on PostgreSQL (as separate processes would have), the one PGlite otherwise. */
-  const dbForRelay = async () => {
-    if (!ctx.url) return ctx.db;
-    const db = await openDatabase({ databaseUrl: ctx.url, poolSize: 4 });
-    pools.push(db);
-    return db;
-  };
 
   it("four relays on one database: a subscription limited to 3 in flight never has more than 3 requests at its receiver", async () => {
     let most = 0;

@@ -4,12 +4,11 @@
  */
 import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { openDatabase } from "../../shared/db/open.js";
-import type { Database } from "../../shared/db/port.js";
-import { createRelay, createSubscription, enqueueMany, getSubscription, listAttempts, OutboundValidationError, type Relay } from "../../shared/outbound/index.js";
+import { createRelay, createSubscription, enqueueMany, getSubscription, listAttempts, OutboundValidationError } from "../../shared/outbound/index.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
 import { describeEachBackend } from "../support/databases.js";
-import { resetOutbound, startReceiver, waitFor, type Receiver } from "./support/receiver.js";
+import { relayFleet } from "./support/relayFleet.js";
+import { startReceiver, waitFor, type Receiver } from "./support/receiver.js";
 import { startTimingReceiver } from "./support/timingReceiver.js";
 
 const events = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, type: "a.b", data: { i } }));
@@ -17,26 +16,18 @@ const events = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =
 describeEachBackend("rate limits and attempt timeouts", (ctx) => {
   let transport: Transport;
   let receiver: Receiver | undefined;
-  const relays: Relay[] = [];
-  const pools: Database[] = [];
+  const fleet = relayFleet(ctx);
+  const { relays, dbForRelay } = fleet;
   const stops: (() => Promise<void>)[] = [];
   beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
   afterAll(() => transport?.close());
   afterEach(async () => {
-    await Promise.all(relays.splice(0).map((r) => r.stop()));
-    await Promise.all(pools.splice(0).map((p) => p.close()));
+    await fleet.stopAll();
     await Promise.all(stops.splice(0).map((stop) => stop()));
     await receiver?.close();
     receiver = undefined;
-    await resetOutbound(ctx.db);
-    await ctx.db.query("DELETE FROM outbound_relay_holds");
+    await fleet.reset();
   });
-  const dbForRelay = async () => {
-    if (!ctx.url) return ctx.db;
-    const db = await openDatabase({ databaseUrl: ctx.url, poolSize: 4 });
-    pools.push(db);
-    return db;
-  };
 
   it("validates the flow-control fields and reads them back", async () => {
     const sub = await createSubscription(ctx.db, { url: "https://example.com/h", eventTypes: ["*"], maxInFlight: 3, rateLimitPerSecond: 2.5, attemptTimeoutMs: 1500, ordered: true });

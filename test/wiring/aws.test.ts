@@ -26,7 +26,6 @@ import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
@@ -38,7 +37,7 @@ import { enqueue } from "../../shared/outbound/enqueue.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from "../support/emulators.js";
 import { pollOnce } from "../support/sqsEventSource.js";
-import { orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
+import { apiGatewayEvent as apiEvent, inboxEntry, orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
@@ -55,23 +54,6 @@ const LAMBDA_CA_BUNDLE = "/var/runtime/ca-cert.pem";
 const ALERT_SECRET = `whsec_${Buffer.from("wiring-alert-secret-32-bytes!!!!").toString("base64")}`;
 const SUBSCRIBER_SECRET = `whsec_${Buffer.from("wiring-subscriber-secret-32bytes").toString("base64")}`;
 
-function apiEvent(partner: string, delivery: { headers: Record<string, string>; body: string }): APIGatewayProxyEventV2 {
-  return {
-    version: "2.0",
-    routeKey: "POST /webhooks/{partner}",
-    rawPath: `/webhooks/${partner}`,
-    rawQueryString: "",
-    headers: delivery.headers,
-    pathParameters: { partner },
-    isBase64Encoded: false,
-    body: delivery.body,
-    requestContext: {
-      accountId: "123456789012", apiId: "wiring", domainName: "wiring.execute-api.eu-west-1.amazonaws.com", domainPrefix: "wiring",
-      http: { method: "POST", path: `/webhooks/${partner}`, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "partner" },
-      requestId: "req", routeKey: "POST /webhooks/{partner}", stage: "$default", time: "", timeEpoch: Date.now(),
-    },
-  };
-}
 
 let skip: string | undefined;
 let stack: BuiltStack;
@@ -200,8 +182,7 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close().catch(() => {});
 });
 
-const inbox = async (eventId: string) =>
-  (await admin.query<{ status: string }>("SELECT status FROM inbox_entries WHERE partner_event_id = $1", [eventId])).rows[0]?.status;
+const inbox = async (eventId: string) => (await inboxEntry(admin, eventId, null))?.status;
 
 describe("AWS wiring: the synthesized stack's functions on Node 22 with local stand-ins", () => {
   let processor: FunctionProcess;

@@ -53,7 +53,7 @@ import { DEAD_LETTER_REASON } from "../../functions/azure/failedMessages.js";
 import { startAzurite, type Azurite } from "../support/azurite.js";
 import { startManagedIdentityTestPeer, type ManagedIdentityTestPeer } from "../support/managedIdentityTestPeer.js";
 import { startServiceBusTestPeer, type ServiceBusTestPeer } from "../support/serviceBusTestPeer.js";
-import { orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
+import { inboxEntry, orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
 import { buildFunctions } from "../../functions/build.js";
 import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
@@ -263,8 +263,7 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close().catch(() => {});
 });
 
-const inbox = async (eventId: string) =>
-  (await admin.query<{ status: string }>("SELECT status FROM inbox_entries WHERE partner_event_id = $1", [eventId])).rows[0]?.status;
+const inbox = async (eventId: string) => (await inboxEntry(admin, eventId, null))?.status;
 
 interface Registration { name: string; type: string; route?: string; methods?: string[]; connection?: string; queueName?: string; resolvedQueueName?: string; cardinality?: string; schedule?: string; resolvedSchedule?: string; runOnStartup?: boolean }
 
