@@ -21,6 +21,7 @@ import { runPeriodically } from "./periodic.js";
 import type { Logger } from "pino";
 import type { Database, Queryable } from "./db/port.js";
 import { createSubscription, enqueue, EventConflictError } from "./outbound/index.js";
+import { openSecrets, sealSecrets } from "./crypto/subscriptionSecrets.js";
 import type { BackgroundWorker, PlatformContext } from "./platform.js";
 import { recordAlert, recordDeadLetter, SPANS, withSpan } from "./telemetry/telemetry.js";
 
@@ -71,10 +72,12 @@ export async function ensureAlertSubscription(db: Database, url: string, secret?
       return sub.id;
     }
     // The configuration wins: a changed URL or secret applies from the next alert on.
-    if (existing.url !== url || (secret !== undefined && !(existing.secrets.length === 1 && existing.secrets[0] === secret))) {
+    // Secrets are stored encrypted (shared/crypto/subscriptionSecrets.ts): compared in clear, written sealed.
+    const current = secret === undefined ? [] : openSecrets(existing.id, existing.secrets);
+    if (existing.url !== url || (secret !== undefined && !(current.length === 1 && current[0] === secret))) {
       await tx.query(
         "UPDATE outbound_subscriptions SET url = $2, secrets = coalesce($3::text[], secrets), updated_at = now() WHERE id = $1",
-        [existing.id, url, secret ? [secret] : null],
+        [existing.id, url, secret ? sealSecrets(existing.id, [secret]) : null],
       );
     }
     return existing.id;

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import * as z from "zod/mini";
 import { MIN_RETENTION_DAYS } from "./retention/policy.js";
 import { safeParse } from "./safeParse.js";
+import { parseEncryptionKeys } from "./crypto/keyring.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -104,6 +105,12 @@ const schema = z.object({
   INBOX_DEFER_DEADLINE_SECONDS: intFrom(1, 30 * 86_400, 3600),
   /** Where a new dead letter or quarantined entry is announced (signed, via our own outbox). */
   ALERT_WEBHOOK_URL: z.optional(z.url()),
+  /**
+   * Keys of the secrets stored in the database (signing secrets, header values): comma-separated
+   * `<keyId>:<base64 of 32 bytes>`; the first encrypts, all decrypt (docs/secrets.md). Absent: the
+   * embedded database uses a key generated into `<DATA_DIR>.encryption-keys`; PostgreSQL refuses to start.
+   */
+  ENCRYPTION_KEYS: z.optional(z.string()),
   /** Signing secret (`whsec_…`) of the alert subscription, so the receiver can verify alerts. Absent: generated, not retrievable. */
   ALERT_WEBHOOK_SECRET: z.optional(z.string().check(z.regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, "use whsec_ followed by base64 (e.g. from `webhooks subscriptions create`)"))),
 });
@@ -121,6 +128,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `- ${i.path.join(".")}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])])})`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}\nFix these environment variables and start again.`);
+  }
+  // Checked here rather than in the schema, whose messages quote the value: key bytes are never printed.
+  if (parsed.data.ENCRYPTION_KEYS !== undefined) {
+    try {
+      parseEncryptionKeys(parsed.data.ENCRYPTION_KEYS);
+    } catch (error) {
+      throw new ConfigError(`Invalid configuration:\n- ENCRYPTION_KEYS: ${(error as Error).message}\nFix this environment variable and start again.`);
+    }
   }
   const generated = !parsed.data.ADMIN_TOKEN;
   return {

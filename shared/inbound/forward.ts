@@ -10,6 +10,7 @@
  */
 import type { Database, Queryable } from "../db/port.js";
 import { NOTIFY_CHANNEL } from "../outbound/notify.js";
+import { sealSecrets } from "../crypto/subscriptionSecrets.js";
 import { storeInboxEntry, type NewInboxEntry, type StoreResult } from "./inbox.js";
 import type { PartnerConfig } from "./verify/index.js";
 
@@ -33,7 +34,8 @@ export async function ensureForwardSubscriptions(db: Queryable, partners: Readon
        VALUES ($1, $2, ARRAY[$3::text], $4::text[], $5)
        ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, event_types = EXCLUDED.event_types, secrets = EXCLUDED.secrets,
          description = EXCLUDED.description, deleted_at = NULL, updated_at = now()`,
-      [forwardSubscriptionId(p.name), p.forward.url, forwardEventType(p.name), p.forward.secrets, `forwarding of partner ${p.name} (PARTNERS)`],
+      // Stored encrypted like every subscription's secrets (shared/crypto/subscriptionSecrets.ts).
+      [forwardSubscriptionId(p.name), p.forward.url, forwardEventType(p.name), sealSecrets(forwardSubscriptionId(p.name), p.forward.secrets), `forwarding of partner ${p.name} (PARTNERS)`],
     );
   }
 }

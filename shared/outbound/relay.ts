@@ -16,6 +16,8 @@ import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forget
 import { createConcurrencyLimits } from "./adaptiveConcurrency.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
+import { deferUnsent, UNREADABLE_SECRET_RETRY_SECONDS } from "./sql/deferUnsent.js";
+import { isUnreadableSecretError, openHeaders, openSecrets } from "../crypto/subscriptionSecrets.js";
 import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
@@ -213,7 +215,26 @@ export function createRelay(options: RelayOptions): Relay {
     return performance.now() <= slot.latest && !((throttled.get(delivery.subscriptionId) ?? 0) > performance.now());
   };
 
-  const attempt = async (delivery: ClaimedDelivery): Promise<Completion> => {
+  /**
+   * The delivery's secrets and header values, decrypted (they are stored encrypted, docs/secrets.md).
+   * When they cannot be (a key id missing from ENCRYPTION_KEYS, an altered value), the delivery is
+   * put back unsent and uncounted, due again in a minute, and null is returned: it waits for the
+   * key rather than being dead-lettered for something the endpoint did not do.
+   */
+  const unsealed = async (delivery: ClaimedDelivery): Promise<{ secrets: string[]; headers: Record<string, string> } | null> => {
+    try {
+      return { secrets: openSecrets(delivery.subscriptionId, delivery.secrets), headers: openHeaders(delivery.subscriptionId, delivery.headers) };
+    } catch (error) {
+      if (!isUnreadableSecretError(error)) throw error;
+      slots.delete(delivery.id);
+      failuresOf(logger).record(`relay:secrets:${delivery.subscriptionId}`, "error", { err: error, deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, retryInSeconds: UNREADABLE_SECRET_RETRY_SECONDS },
+        "delivery not sent: its subscription's secrets cannot be decrypted here; it waits (pending, uncounted) and is tried again");
+      await deferUnsent(db, delivery).catch((e) => logger?.warn({ err: e, deliveryId: delivery.id }, "could not defer the delivery; its lease runs out"));
+      return null;
+    }
+  };
+
+  const attempt = async (delivery: ClaimedDelivery, open: { secrets: string[]; headers: Record<string, string> }): Promise<Completion> => {
     let outcome: DeliveryOutcome;
     const startedAt = performance.now();
     try {
@@ -222,8 +243,8 @@ export function createRelay(options: RelayOptions): Relay {
         webhookId: delivery.id,
         timestamp: Math.floor(Date.now() / 1000),
         body: delivery.body,
-        secrets: delivery.secrets,
-        headers: delivery.headers,
+        secrets: open.secrets,
+        headers: open.headers,
         ...(delivery.timeoutMs != null ? { timeoutMs: delivery.timeoutMs } : {}),
       });
     } catch (error) {
@@ -261,7 +282,10 @@ export function createRelay(options: RelayOptions): Relay {
   const loop: RelayLoop = createRelayLoop<ClaimedDelivery, Completion>(
     {
       claim: claimHeld,
-      process: async (delivery) => ((await awaitSlot(delivery)) ? attempt(delivery) : GIVE_BACK),
+      process: async (delivery) => {
+        const open = await unsealed(delivery);
+        return open && (await awaitSlot(delivery)) ? attempt(delivery, open) : GIVE_BACK;
+      },
       complete,
       release: async (items) => {
         // Forgotten even if the release fails: a lease no longer renewed runs out by itself.
@@ -303,7 +327,8 @@ export function createRelay(options: RelayOptions): Relay {
       const worker = async () => {
         while (next < items.length) {
           const d = items[next++]!;
-          if (await awaitSlot(d)) completions.push(await attempt(d));
+          const open = await unsealed(d);
+          if (open && (await awaitSlot(d))) completions.push(await attempt(d, open));
           else late.push(d);
         }
       };

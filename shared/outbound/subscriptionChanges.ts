@@ -16,6 +16,7 @@ import { NotFoundError, OutboundValidationError } from "./errors.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { checkDestination, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
 import { parseOrThrow } from "./validation.js";
+import { sealHeaders } from "../crypto/subscriptionSecrets.js";
 
 /**
  * Fields an edit may change, and their columns. Fixed here: SQL is never built from input, only
@@ -71,7 +72,8 @@ export async function updateSubscription(
   const values: unknown[] = [id];
   for (const [field, value] of Object.entries(valid)) {
     const column = EDITABLE[field]!;
-    values.push(field === "headers" ? JSON.stringify(value) : field === "eventTypes" ? [...new Set(value as string[])] : value);
+    // Header values are stored encrypted, bound to this subscription (shared/crypto/subscriptionSecrets.ts).
+    values.push(field === "headers" ? JSON.stringify(sealHeaders(id, value as Record<string, string>)) : field === "eventTypes" ? [...new Set(value as string[])] : value);
     sets.push(`${column} = $${values.length}${CAST[column] ?? ""}`);
   }
   // A new rate restarts the limiter's clock (issue 15's rate_next_at), rather than keeping the old spacing.

@@ -12,6 +12,7 @@ import { parseOrThrow } from "./validation.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { headersSchema } from "./subscriptionHeaders.js";
 import { matchesPatternSql } from "./patternSql.js";
+import { openHeaders, openSecrets, sealHeaders, sealSecrets } from "../crypto/subscriptionSecrets.js";
 
 export type SubscriptionStatus = "active" | "degraded" | "disabled";
 
@@ -28,6 +29,8 @@ export interface SubscriptionHealth {
 
 export interface Subscription {
   id: string;
+  /** The application it belongs to (shared/tenancy/applications.ts); it gets that application's events only. */
+  applicationId: string;
   url: string;
   eventTypes: string[];
   /** Present only when created, or when asked for with `includeSecrets`. */
@@ -102,7 +105,11 @@ export const backfillSchema = z.strictObject({
 }).check(z.refine((b) => b.until === undefined || new Date(b.until) > new Date(b.since), { message: "until must be after since", path: ["until"] }));
 
 /** What `createSubscription` accepts: a subscription, and optionally past events to send it. */
-export const createSubscriptionSchema = z.extend(subscriptionInputSchema, { backfill: z.optional(backfillSchema) });
+export const createSubscriptionSchema = z.extend(subscriptionInputSchema, {
+  backfill: z.optional(backfillSchema),
+  /** The application it belongs to. Default: the default application. */
+  applicationId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+});
 
 export type SubscriptionInput = z.input<typeof createSubscriptionSchema>;
 
@@ -111,6 +118,7 @@ const FLOW_COLUMNS = { maxInFlight: "max_in_flight", rateLimitPerSecond: "rate_l
 
 export interface SubscriptionRow {
   id: string;
+  application_id: string;
   url: string;
   event_types: string[];
   secrets: string[];
@@ -136,12 +144,14 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
   }
   return {
     id: row.id,
+    applicationId: row.application_id,
     url: row.url,
     eventTypes: row.event_types,
-    ...(includeSecrets ? { secrets: row.secrets } : {}),
+    // Stored encrypted (shared/crypto/subscriptionSecrets.ts); decrypted only for the answer.
+    ...(includeSecrets ? { secrets: openSecrets(row.id, row.secrets) } : {}),
     description: row.description,
     maxAttempts: row.max_attempts,
-    headers: row.headers ?? {},
+    headers: openHeaders(row.id, row.headers),
     paused: row.paused_at !== null,
     pausedAt: row.paused_at,
     ...flow,
@@ -165,6 +175,8 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
  * With `backfill: { since, until? }`, the past events of that range (by when they were enqueued)
  * whose type matches are sent to it too, as deliveries of origin `backfill`, in the same statement:
  * the subscription exists with all of them or not at all. More than MAX_BACKFILL_EVENTS is refused.
+ * It belongs to `applicationId` (default: the default application), which must be live
+ * (NotFoundError otherwise); a backfill sends that application's past events only.
  * @example
  * const sub = await createSubscription(db, { url: "https://example.com/hooks", eventTypes: ["order.*"] });
  */
@@ -178,7 +190,8 @@ export async function createSubscription(
   const id = `sub_${randomBytes(12).toString("base64url")}`;
   const secrets = valid.secrets ?? [generateSecret()];
   const eventTypes = [...new Set(valid.eventTypes)];
-  const values = [id, valid.url, eventTypes, secrets, valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(valid.headers ?? {})];
+  // Secrets and header values are written encrypted, bound to this id (docs/secrets.md).
+  const values = [id, valid.url, eventTypes, sealSecrets(id, secrets), valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(sealHeaders(id, valid.headers ?? {}))];
   const flow = [valid.maxInFlight ?? null, valid.rateLimitPerSecond ?? null, valid.attemptTimeoutMs ?? null, valid.ordered ?? false];
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
@@ -299,7 +312,8 @@ export async function rotateSecrets(q: Queryable, id: string, input: unknown = {
      SET secrets = COALESCE($2::text[], ARRAY[$3::text, secrets[1]]), updated_at = now()
      WHERE id = $1 AND deleted_at IS NULL
      RETURNING *`,
-    [id, valid.secrets ?? null, generateSecret()],
+    // Sealed for this id before the statement: the database never sees a secret in clear.
+    [id, valid.secrets ? sealSecrets(id, valid.secrets) : null, sealSecrets(id, [generateSecret()])[0]],
   );
   if (!rows[0]) throw new NotFoundError("subscription", id);
   return toSubscription(rows[0], true);
