@@ -1,16 +1,17 @@
 /**
- * The local platform assembled: database, routes of every area, background workers.
+ * The local platform assembled: database, the management routes and the inbound webhook route,
+ * background workers.
  * `npm start` runs it over HTTP; tests start it in-process with their own database.
  */
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
+import type { PlatformContext } from "./context.js";
 import { openDatabase } from "./db/open.js";
 import { isUnavailable, type Database } from "./db/port.js";
 import { HttpError, type Route } from "./server/router.js";
 import { createLogger } from "./telemetry/log.js";
-import { outboundRoutes } from "./server/routes/outbound.js";
-import { subscriptionRoutes } from "./server/routes/subscriptions.js";
-import { inboundRoutes } from "./server/routes/inbound.js";
+import { webhookRoute } from "./server/routes/inbound.js";
+import { managementRoutes } from "./server/management.js";
 import { startInboxWorker } from "./inbound/worker.js";
 import type { InboundHandler } from "./inbound/handlers.js";
 import { loadHandlers } from "./inbound/loadHandlers.js";
@@ -18,18 +19,10 @@ import { ensureForwardSubscriptions } from "./inbound/forward.js";
 import { loadPartners } from "./inbound/verify/index.js";
 import { startOutboundRelay } from "./outbound/worker.js";
 import { startRetention } from "./retention/run.js";
-import { adminRoutes } from "./server/routes/admin.js";
-import { documentRoutes } from "./server/routes/document.js";
 import { startAlertWorker } from "./alerts.js";
-import { instrumentRoutes } from "./telemetry/instrument.js";
-import { healthSchema } from "./server/schemas.js";
 import { observePlatformQueues } from "./telemetry/queueDepth.js";
 
-export interface PlatformContext {
-  config: Config;
-  db: Database;
-  logger: Logger;
-}
+export type { PlatformContext } from "./context.js";
 
 /** Something running in the background until stopped (relay, inbox processor, …). */
 export interface BackgroundWorker {
@@ -63,33 +56,9 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   // Partners with `forward`: their subscriptions follow the configuration (shared/inbound/forward.ts).
   await ensureForwardSubscriptions(db, loadPartners({ PARTNERS: config.PARTNERS, PARTNERS_FILE: config.PARTNERS_FILE }));
 
-  const routes: Route[] = instrumentRoutes([
-    {
-      method: "GET",
-      path: "/healthz",
-      auth: "none",
-      doc: {
-        operationId: "health", tag: "Health", summary: "Whether the platform and its database answer", noDatabase: true,
-        responses: {
-          200: { description: "Up.", schema: healthSchema },
-          503: { description: "The database does not answer.", schema: healthSchema, headers: { "Retry-After": "Seconds to wait." } },
-        },
-      },
-      handler: async () => {
-        try {
-          await db.query("SELECT 1");
-          return { status: 200, body: { status: "ok", database: db.kind } };
-        } catch {
-          return { status: 503, headers: { "retry-after": "5" }, body: { status: "unavailable", database: db.kind } };
-        }
-      },
-    },
-    ...subscriptionRoutes(ctx),
-    ...outboundRoutes(ctx),
-    ...inboundRoutes(ctx),
-    ...adminRoutes(ctx),
-  ]);
-  routes.push(...documentRoutes(routes));
+  // The management API the cloud functions serve too (shared/server/management.ts), with the
+  // inbound webhook route, which in the cloud is the ingest function's.
+  const routes: Route[] = managementRoutes(ctx, { ingest: webhookRoute(ctx) });
 
   const workers: BackgroundWorker[] = [];
   if (options.workers !== false) {

@@ -24,8 +24,8 @@ ${body ? Object.entries(body).map(([type, c]) => `<p>Body (${escape(type)}${op.r
 </section>`;
 }
 
-/** The reference page of `document`. */
-export function referencePage(document: Json): string {
+/** The reference page of `document`; its links start with `basePath` (where the host mounts the API, `""` at the root). */
+export function referencePage(document: Json, basePath = ""): string {
   const byTag = new Map<string, string[]>();
   const index: string[] = [];
   for (const [path, methods] of Object.entries(document.paths as Json)) {
@@ -38,11 +38,11 @@ export function referencePage(document: Json): string {
   }
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escape(document.info.title)}</title>
-<link rel="stylesheet" href="/admin/app.css"></head>
+<link rel="stylesheet" href="${escape(basePath)}/admin/app.css"></head>
 <body><main>
 <h1>${escape(document.info.title)} <small>${escape(document.info.version)}</small></h1>
 <p>${text(document.info.description)}</p>
-<p>Machine-readable: <a href="/openapi.json"><code>/openapi.json</code></a> (OpenAPI ${escape(document.openapi)}).</p>
+<p>Machine-readable: <a href="${escape(basePath)}/openapi.json"><code>${escape(basePath)}/openapi.json</code></a> (OpenAPI ${escape(document.openapi)}).</p>
 <ul>${index.join("")}</ul>
 ${[...byTag].map(([tag, ops]) => `<h2>${escape(tag)}</h2>${ops.join("\n")}`).join("\n")}
 </main></body></html>`;

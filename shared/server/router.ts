@@ -1,125 +1,17 @@
 /**
- * A small HTTP layer over node:http: routes with `:params`, a body read with a hard size limit,
- * JSON errors with a stable shape, and bearer-token auth for the management surface.
- * No framework: the cloud functions call the same framework-free core functions.
+ * The local HTTP server: node:http in front of the core (./core.ts). What only a streaming
+ * server has to care about lives here: the body is read from the socket only when a route asks
+ * for it, with the limit enforced while it arrives, and an early answer (413, 401, 405…) waits
+ * until the rest of a large upload is drained, so the sender reads it instead of a reset.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { timingSafeEqual } from "node:crypto";
-import type { Logger } from "pino";
-import { failuresOf } from "../telemetry/repeatedFailures.js";
-import type { OperationDoc } from "./operation.js";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createApp, HttpError, serializeResponse, type AppOptions, type Response } from "./core.js";
 
-/**
- * Who a request acts for, as the authenticator established it. Today one kind: the holder of the
- * admin token. Scoped keys (issue 17: applications, keys limited to them) add kinds here, and
- * handlers narrow what they show by it.
- */
-export type Principal = { kind: "admin" };
+// The core's names, for the many modules that import them from here.
+export * from "./core.js";
 
-/**
- * Decides who sent a request from its headers: a Principal, or undefined (answered 401). Runs only
- * for `auth: "admin"` routes. Default: the bearer token compared in constant time with ADMIN_TOKEN.
- */
-export type Authenticator = (headers: IncomingHttpHeaders) => Principal | undefined | Promise<Principal | undefined>;
-
-/** The default authenticator: `Authorization: Bearer <token>`, compared in constant time. */
-export function bearerAuthenticator(token: string): Authenticator {
-  return (headers) => (bearerMatches(headers.authorization, token) ? { kind: "admin" } : undefined);
-}
-
-export interface Request {
-  /** Who it acts for; set on `auth: "admin"` routes, undefined on public ones. */
-  principal?: Principal;
-  method: string;
-  path: string;
-  params: Record<string, string>;
-  query: URLSearchParams;
-  headers: IncomingHttpHeaders;
-  /** The raw body bytes; rejects with 413 beyond the limit. Read once, cached. */
-  body(): Promise<Buffer>;
-  /**
-   * The body parsed as JSON; rejects with 415 when the content type is not JSON (`application/json`
-   * or `…+json`), 400 with a precise message when the body is not JSON.
-   */
-  json<T = unknown>(): Promise<T>;
-}
-
-export interface Response {
-  status: number;
-  headers?: Record<string, string>;
-  /** Objects are sent as JSON; strings and Buffers as they are (set content-type yourself). */
-  body?: unknown;
-}
-
-export type Handler = (req: Request) => Promise<Response>;
-
-export interface Route {
-  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-  /** e.g. `/deliveries/:id/attempts` */
-  path: string;
-  /** `admin` routes require `Authorization: Bearer <ADMIN_TOKEN>`. */
-  auth: "admin" | "none";
-  handler: Handler;
-  /** Its entry in the OpenAPI document (./openapi.ts); routes without one are not documented. */
-  doc?: OperationDoc;
-}
-
-/** An error a caller can act on: becomes `{ error: { code, message, details } }` with `status`. */
-export class HttpError extends Error {
-  override name = "HttpError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
-}
-
-export interface ServerOptions {
-  routes: Route[];
-  adminToken: string;
-  /** Who sent a request, for `auth: "admin"` routes. Default: bearerAuthenticator(adminToken). */
-  authenticate?: Authenticator;
-  /** Largest request body accepted. Default: 1 MiB. */
-  maxBodyBytes?: number;
-  logger?: Logger;
-  /** Maps errors that are not HttpError (e.g. database down → 503). */
-  mapError?: (error: unknown) => HttpError | undefined;
-}
-
-interface CompiledRoute extends Route {
-  pattern: RegExp;
-  names: string[];
-}
-
-function compile(route: Route): CompiledRoute {
-  const names: string[] = [];
-  const source = route.path
-    .split("/")
-    .map((part) => {
-      if (!part.startsWith(":")) return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-      names.push(part.slice(1));
-      return "([^/]+)";
-    })
-    .join("/");
-  return { ...route, pattern: new RegExp(`^${source}/?$`), names };
-}
-
-/** `application/json` or a `+json` type such as `application/merge-patch+json`, any parameters. */
-function isJsonType(header: string | undefined): boolean {
-  const type = (header ?? "").split(";")[0]!.trim().toLowerCase();
-  return type === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(type);
-}
-
-export function bearerMatches(header: string | undefined, token: string): boolean {
-  const given = /^Bearer (.+)$/i.exec(header ?? "")?.[1] ?? "";
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
+/** Options of the local server: the core's. */
+export type ServerOptions = AppOptions;
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -201,114 +93,24 @@ async function answer(req: IncomingMessage, res: ServerResponse, response: Respo
   send(res, response);
 }
 
-export function send(res: ServerResponse, response: Response): void {
-  const headers: Record<string, string> = { ...response.headers };
-  let payload: string | Buffer | undefined;
-  if (response.body === undefined) payload = undefined;
-  else if (typeof response.body === "string" || Buffer.isBuffer(response.body)) payload = response.body;
-  else {
-    payload = JSON.stringify(response.body);
-    headers["content-type"] ??= "application/json; charset=utf-8";
-  }
-  res.writeHead(response.status, headers);
-  res.end(payload);
-}
-
-export function errorResponse(error: HttpError): Response {
-  const body: { error: { code: string; message: string; details?: unknown } } = {
-    error: { code: error.code, message: error.message },
-  };
-  if (error.details !== undefined) body.error.details = error.details;
-  return { status: error.status, headers: error.headers, body };
-}
-
-/**
- * The request target as a URL. An origin-form target ("/path") is appended to a fixed origin, so
- * "//x" stays a path instead of being read as a protocol-relative host; anything unparsable is a 400.
- */
-function requestUrl(target: string): URL {
-  try {
-    return target.startsWith("/") ? new URL(`http://localhost${target}`) : new URL(target, "http://localhost");
-  } catch {
-    throw new HttpError(400, "bad_request_target", "The request target is not a valid path; send an origin-form path such as /webhooks/<partner>.");
-  }
+export function send(res: ServerResponse, response: Response, method?: string): void {
+  const { status, headers, body } = serializeResponse(response, method);
+  res.writeHead(status, headers);
+  res.end(body);
 }
 
 /** Builds the request handler; exported apart from the server so tests can mount it anywhere. */
 export function createHandler(options: ServerOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const routes = options.routes.map(compile);
-  const authenticate = options.authenticate ?? bearerAuthenticator(options.adminToken);
-  const limit = options.maxBodyBytes ?? 1024 * 1024;
-
-  const dispatch = async (req: IncomingMessage): Promise<Response> => {
-    const url = requestUrl(req.url ?? "/");
-    const method = (req.method ?? "GET").toUpperCase();
-    const allowed = new Set<string>();
-    for (const route of routes) {
-      const m = route.pattern.exec(url.pathname);
-      if (!m) continue;
-      allowed.add(route.method);
-      if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue;
-      const principal = route.auth === "admin" ? await authenticate(req.headers) : undefined;
-      if (route.auth === "admin" && !principal) {
-        throw new HttpError(401, "unauthorized", "Missing or wrong bearer token: send `Authorization: Bearer <ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
-      }
-      const params: Record<string, string> = {};
-      route.names.forEach((name, i) => {
-        try {
-          params[name] = decodeURIComponent(m[i + 1] ?? "");
-        } catch {
-          throw new HttpError(400, "bad_path", `Path parameter ${name} is not valid percent-encoding.`);
-        }
-      });
-      let cached: Promise<Buffer> | undefined;
-      const body = () => (cached ??= readBody(req, limit));
-      return route.handler({
-        principal,
-        method,
-        path: url.pathname,
-        params,
-        query: url.searchParams,
-        headers: req.headers,
-        body,
-        async json<T>() {
-          const raw = await body();
-          const type = req.headers["content-type"];
-          if ((type !== undefined || raw.length > 0) && !isJsonType(type)) {
-            throw new HttpError(415, "unsupported_media_type", `The body must be JSON: send \`content-type: application/json\`${type ? `, not ${JSON.stringify(type.slice(0, 100))}` : ""}.`);
-          }
-          if (raw.length === 0) throw new HttpError(400, "invalid_json", "The body is empty; send a JSON document.");
-          try {
-            return JSON.parse(raw.toString("utf8")) as T;
-          } catch (e) {
-            throw new HttpError(400, "invalid_json", `The body is not valid JSON: ${(e as Error).message}`);
-          }
-        },
-      });
-    }
-    if (allowed.size > 0) {
-      if (allowed.has("GET")) allowed.add("HEAD");
-      const allow = [...allowed].sort().join(", ");
-      throw new HttpError(405, "method_not_allowed", `${method} is not allowed on ${url.pathname}; use ${allow}.`, undefined, { allow });
-    }
-    throw new HttpError(404, "not_found", `No route for ${method} ${url.pathname}.`);
-  };
-
+  const app = createApp(options);
   // What an early answer (413, 401, 405…) reads and discards of a body still arriving.
-  const drainBytes = Math.max(8 * limit, DRAIN_AT_LEAST_BYTES);
-
+  const drainBytes = Math.max(8 * app.maxBodyBytes, DRAIN_AT_LEAST_BYTES);
   return (req, res) => {
-    dispatch(req)
+    app.handle({ method: req.method ?? "GET", url: req.url ?? "/", headers: req.headers, body: (limit) => readBody(req, limit) })
       .then((response) => answer(req, res, response, drainBytes))
-      .catch((error: unknown) => {
-        let httpError = error instanceof HttpError ? error : options.mapError?.(error);
-        if (!httpError) {
-          const path = req.url?.split("?")[0] ?? "";
-          failuresOf(options.logger).record(`http:500:${req.method} /${path.split("/")[1] ?? ""}`, "error", { err: error, method: req.method, path }, "unhandled error in request");
-          httpError = new HttpError(500, "internal_error", "Internal error; the server log has the details.");
-        }
-        if (!res.headersSent) return answer(req, res, errorResponse(httpError), drainBytes);
-        res.end();
+      .catch(() => {
+        // Only writing can fail here (the core answers every error); the connection is beyond use.
+        if (!res.headersSent) res.destroy();
+        else res.end();
       });
   };
 }

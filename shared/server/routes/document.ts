@@ -11,9 +11,21 @@ import type { Route } from "../router.js";
 
 export const API_VERSION = "0.2.0";
 
-/** The two routes describing `routes` (and themselves). */
-export function documentRoutes(routes: readonly Route[]): Route[] {
-  let document: Record<string, unknown> | undefined;
+/**
+ * The two routes describing `routes` (and themselves), and `elsewhere`: operations of the same
+ * API that another function of the host serves (the cloud's ingest). Behind a base path (a
+ * prefix of the host's ingress), the document names it as its server and the page links under it.
+ */
+export function documentRoutes(routes: readonly Route[], elsewhere: readonly Route[] = []): Route[] {
+  const documents = new Map<string, Record<string, unknown>>();
+  const documentAt = (basePath: string) => {
+    let document = documents.get(basePath);
+    if (!document) {
+      document = openApiDocument([...routes, ...elsewhere, ...own], { version: API_VERSION, serverUrl: basePath || undefined });
+      documents.set(basePath, document);
+    }
+    return document;
+  };
   const own: Route[] = [
     {
       method: "GET", path: "/openapi.json", auth: "none",
@@ -21,7 +33,7 @@ export function documentRoutes(routes: readonly Route[]): Route[] {
         operationId: "openApiDocument", tag: "Reference", summary: "This API's OpenAPI 3.1 document", noDatabase: true,
         responses: { 200: { description: "The document.", schema: z.record(z.string(), z.unknown()) } },
       },
-      handler: async () => ({ status: 200, headers: { "cache-control": "no-cache" }, body: (document ??= openApiDocument([...routes, ...own], { version: API_VERSION })) }),
+      handler: async (req) => ({ status: 200, headers: { "cache-control": "no-cache" }, body: documentAt(req.basePath) }),
     },
     {
       method: "GET", path: "/docs", auth: "none",
@@ -29,10 +41,10 @@ export function documentRoutes(routes: readonly Route[]): Route[] {
         operationId: "reference", tag: "Reference", summary: "This API's reference, as a page", noDatabase: true,
         responses: { 200: { description: "HTML.", mediaType: "text/html" } },
       },
-      handler: async () => ({
+      handler: async (req) => ({
         status: 200,
         headers: { ...ADMIN_SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
-        body: referencePage((document ??= openApiDocument([...routes, ...own], { version: API_VERSION }))),
+        body: referencePage(documentAt(req.basePath), req.basePath),
       }),
     },
   ];

@@ -1,7 +1,8 @@
 /**
  * Inbound HTTP surface. `POST /webhooks/:partner` is public (the partner's signature is the
- * authentication) and hands the exact body bytes to the framework-free `ingest`. The inbox and
- * entity views and the replays are admin routes.
+ * authentication) and hands the exact body bytes to the framework-free `ingest`; in the cloud the
+ * ingest function serves it instead (`webhookRoute` apart). The inbox and entity views and the
+ * replays are admin routes, part of the management API everywhere (`inboxRoutes`).
  */
 import type { PlatformContext } from "../../platform.js";
 import { ingest, type IngestDeps } from "../../inbound/ingest.js";
@@ -12,6 +13,7 @@ import { REPLAYABLE_STATUSES, replayEntries, replayEntry, type ReplayableStatus 
 import { loadPartners } from "../../inbound/verify/index.js";
 import * as z from "zod/mini";
 import { HttpError, type Request, type Route } from "../router.js";
+import type { OperationDoc } from "../operation.js";
 import { decodeCursor, isStringPair, page } from "../pagination.js";
 import { errorSchema, inboxDetailSchema, inboxReplaySchema, inboxSummarySchema, ingestResultSchema, entitySchema, pageOf } from "../schemas.js";
 import { cursor, filterText, limit, optionalJson, bodyOf, route, time } from "./validate.js";
@@ -41,7 +43,28 @@ const bulkReplay = z.strictObject({
 
 const TAG = "Inbox";
 
+/** How `POST /webhooks/:partner` is documented, wherever it is served (locally here; in the cloud by the ingest function). */
+export const RECEIVE_WEBHOOK_DOC: OperationDoc = {
+  operationId: "receiveWebhook", tag: "Inbound webhooks", summary: "Receive a partner's signed webhook",
+  description: "The partner's signature is the authentication (no token). The exact bytes are verified, stored under (partner, partner event id) before the answer, and processed in the background.",
+  body: z.string(), bodyMediaType: "*/*",
+  responses: {
+    202: { description: "Stored.", schema: ingestResultSchema },
+    200: { description: "A duplicate: stored before (`payloadMismatch` when the bytes differ).", schema: ingestResultSchema },
+    400: { description: "Malformed (no event id, unreadable headers).", schema: errorSchema },
+    401: { description: "The signature does not verify.", schema: errorSchema },
+    404: { description: "No such partner.", schema: errorSchema },
+    413: { description: "Larger than MAX_INBOUND_BODY_BYTES.", schema: errorSchema },
+  },
+};
+
+/** The inbound webhook route and the inbox routes, as the local server serves them. */
 export function inboundRoutes(ctx: PlatformContext): Route[] {
+  return [webhookRoute(ctx), ...inboxRoutes(ctx)];
+}
+
+/** `POST /webhooks/:partner`: served by the local server; in the cloud, the ingest function serves it. */
+export function webhookRoute(ctx: PlatformContext): Route {
   const { config, db } = ctx;
   // Validated at start: a bad PARTNERS stops the platform with a ConfigError naming the field.
   const partners = loadPartners({ PARTNERS: config.PARTNERS, PARTNERS_FILE: config.PARTNERS_FILE });
@@ -51,33 +74,25 @@ export function inboundRoutes(ctx: PlatformContext): Route[] {
   // less per event (docs/inbound.md, "Group commit").
   const inbox = createGroupCommit(db, { maxInFlight: 4, busyBatch: 16 });
   const deps: IngestDeps = { db, partners, maxBodyBytes: config.MAX_INBOUND_BODY_BYTES, logger: ctx.logger, store: inbox.store };
-
-  return [
-    {
-      method: "POST",
-      path: "/webhooks/:partner",
-      auth: "none",
-      doc: {
-        operationId: "receiveWebhook", tag: "Inbound webhooks", summary: "Receive a partner's signed webhook",
-        description: "The partner's signature is the authentication (no token). The exact bytes are verified, stored under (partner, partner event id) before the answer, and processed in the background.",
-        body: z.string(), bodyMediaType: "*/*",
-        responses: {
-          202: { description: "Stored.", schema: ingestResultSchema },
-          200: { description: "A duplicate: stored before (`payloadMismatch` when the bytes differ).", schema: ingestResultSchema },
-          400: { description: "Malformed (no event id, unreadable headers).", schema: errorSchema },
-          401: { description: "The signature does not verify.", schema: errorSchema },
-          404: { description: "No such partner.", schema: errorSchema },
-          413: { description: "Larger than MAX_INBOUND_BODY_BYTES.", schema: errorSchema },
-        },
-      },
-      handler: async (req) => {
-        const name = req.params.partner ?? "";
-        // An unknown partner gets its 404 without us reading (or limiting) a body for nobody.
-        const raw = partners.has(name) ? await req.body() : Buffer.alloc(0);
-        const r = await ingest(deps, name, req.headers, raw);
-        return { status: r.status, headers: r.headers, body: r.body };
-      },
+  return {
+    method: "POST",
+    path: "/webhooks/:partner",
+    auth: "none",
+    doc: RECEIVE_WEBHOOK_DOC,
+    handler: async (req) => {
+      const name = req.params.partner ?? "";
+      // An unknown partner gets its 404 without us reading (or limiting) a body for nobody.
+      const raw = partners.has(name) ? await req.body() : Buffer.alloc(0);
+      const r = await ingest(deps, name, req.headers, raw);
+      return { status: r.status, headers: r.headers, body: r.body };
     },
+  };
+}
+
+/** The inbox and entity views and the inbox replays (admin routes): served wherever the management API is. */
+export function inboxRoutes(ctx: PlatformContext): Route[] {
+  const { db } = ctx;
+  return [
     route("GET", "/inbox", {
       operationId: "listInbox", tag: TAG, summary: "List inbox entries", description: "Newest first.", query: inboxQuery,
       responses: { 200: { description: "A page of inbox entries.", schema: pageOf("entries", inboxSummarySchema) } },

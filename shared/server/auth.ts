@@ -1,0 +1,38 @@
+/**
+ * Who a request acts for. Authentication is a step of its own (./core.ts runs it on `auth:
+ * "admin"` routes only) so another scheme (issue 17: applications, scoped keys) plugs in without
+ * touching the routes.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import { timingSafeEqual } from "node:crypto";
+
+/**
+ * Who a request acts for, as the authenticator established it. Today one kind: the holder of the
+ * admin token. Scoped keys (issue 17: applications, keys limited to them) add kinds here, and
+ * handlers narrow what they show by it.
+ */
+export type Principal = { kind: "admin" };
+
+/**
+ * Decides who sent a request from its headers (lower-case names): a Principal, or undefined
+ * (answered 401). Runs only for `auth: "admin"` routes. Default: the bearer token compared in
+ * constant time with ADMIN_TOKEN.
+ */
+export type Authenticator = (headers: IncomingHttpHeaders) => Principal | undefined | Promise<Principal | undefined>;
+
+/** The default authenticator: `Authorization: Bearer <token>`, compared in constant time. */
+export function bearerAuthenticator(token: string): Authenticator {
+  return (headers) => (bearerMatches(headers.authorization, token) ? { kind: "admin" } : undefined);
+}
+
+/**
+ * Whether `header` is `Bearer <token>`, compared in constant time (length aside). An empty token
+ * matches nothing: a host that lost its token must not open the API to requests without one.
+ */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  if (token === "") return false;
+  const given = /^Bearer (.+)$/i.exec(header ?? "")?.[1] ?? "";
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
