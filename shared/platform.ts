@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { Config } from "./config.js";
 import type { PlatformContext } from "./context.js";
 import { openDatabase } from "./db/open.js";
+import { installLocalKeyring } from "./crypto/localKeys.js";
 import { isUnavailable, type Database } from "./db/port.js";
 import { HttpError, type Route } from "./server/router.js";
 import { createLogger } from "./telemetry/log.js";
@@ -50,6 +51,8 @@ export interface StartOptions {
 
 export async function startPlatform(config: Config, options: StartOptions = {}): Promise<Platform> {
   const logger = options.logger ?? createLogger({ level: config.LOG_LEVEL });
+  // Secrets are stored encrypted (docs/secrets.md): the keys are ready before anything reads or writes one.
+  await installLocalKeyring(config, (message) => logger.warn(message));
   const ownsDb = !options.db;
   const db = options.db ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR }));
   const ctx: PlatformContext = { config, db, logger };
