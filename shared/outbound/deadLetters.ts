@@ -17,6 +17,8 @@ export interface DeadLetterFilter {
   deadSince?: Date;
   /** Only those that died before this instant. */
   deadBefore?: Date;
+  /** Only this application's. */
+  applicationId?: string;
 }
 
 export interface DeadLetter extends Delivery {
@@ -41,9 +43,10 @@ export async function listDeadLetters(
        AND ($4::timestamptz IS NULL OR d.dead_at < $4)
        AND ($5::text IS NULL OR d.id > $5)
        AND ($7::timestamptz IS NULL OR d.dead_at >= $7)
+       AND ($8::text IS NULL OR e.application_id = $8)
      ORDER BY d.id
      LIMIT $6`,
-    [filter.subscriptionId ?? null, filter.eventType ?? null, filter.reasonPrefix ?? null, filter.deadBefore ?? null, filter.after ?? null, filter.limit ?? 100, filter.deadSince ?? null],
+    [filter.subscriptionId ?? null, filter.eventType ?? null, filter.reasonPrefix ?? null, filter.deadBefore ?? null, filter.after ?? null, filter.limit ?? 100, filter.deadSince ?? null, filter.applicationId ?? null],
   );
   return rows;
 }
@@ -67,16 +70,20 @@ export async function getDeadLetter(q: Queryable, id: string): Promise<DeadLette
 
 /**
  * Replays the given dead letters: each becomes pending and due now, its attempt count restarts,
- * and a replay record keeps the reason it died. Returns the ids replayed (those that were dead).
+ * and a replay record keeps the reason it died. Returns the ids replayed (those that were dead,
+ * and of `applicationId` when given: another application's are left alone, as if not dead).
  */
-async function replayIds(q: Queryable, ids: readonly string[], requestedBy: string | null): Promise<string[]> {
+async function replayIds(q: Queryable, ids: readonly string[], requestedBy: string | null, applicationId?: string): Promise<string[]> {
   if (ids.length === 0) return [];
   const { rows } = await q.query<{ id: string }>(
     `WITH replayed AS (
        UPDATE outbound_deliveries d
        SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL,
            dead_reason = NULL, dead_at = NULL, replays = d.replays + 1, updated_at = now()
-       FROM (SELECT id, dead_reason FROM outbound_deliveries WHERE id = ANY($1::text[]) AND status = 'dead' FOR UPDATE) old
+       FROM (SELECT x.id, x.dead_reason FROM outbound_deliveries x
+             WHERE x.id = ANY($1::text[]) AND x.status = 'dead'
+               AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM outbound_events e WHERE e.id = x.event_id AND e.application_id = $3))
+             FOR UPDATE OF x) old
        WHERE d.id = old.id
        RETURNING d.id, old.dead_reason
      ),
@@ -85,7 +92,7 @@ async function replayIds(q: Queryable, ids: readonly string[], requestedBy: stri
        SELECT id, dead_reason, $2 FROM replayed
      )
      SELECT id FROM replayed ORDER BY id`,
-    [ids, requestedBy],
+    [ids, requestedBy, applicationId ?? null],
   );
   if (rows.length > 0) await q.query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL]);
   return rows.map((r) => r.id);
@@ -109,11 +116,12 @@ export const MAX_BULK_REPLAY = 1000;
 /**
  * Replays many dead letters: either the listed `ids` (those not dead are skipped and reported), or
  * every one matching `filter`, up to `limit` (default and maximum: MAX_BULK_REPLAY) per call.
+ * With `applicationId`, only that application's dead letters are touched (others are skipped).
  */
 export async function replayDeadLetters(
   q: Queryable,
   selection: { ids: string[] } | { filter: DeadLetterFilter; limit?: number },
-  options: { requestedBy?: string } = {},
+  options: { requestedBy?: string; applicationId?: string } = {},
 ): Promise<{ replayed: string[]; skipped: string[] }> {
   let ids: string[];
   if ("ids" in selection) {
@@ -123,9 +131,9 @@ export async function replayDeadLetters(
     ids = [...new Set(selection.ids)];
   } else {
     const limit = Math.min(selection.limit ?? MAX_BULK_REPLAY, MAX_BULK_REPLAY);
-    ids = (await listDeadLetters(q, { ...selection.filter, limit })).map((d) => d.id);
+    ids = (await listDeadLetters(q, { ...selection.filter, applicationId: options.applicationId ?? selection.filter.applicationId, limit })).map((d) => d.id);
   }
-  const replayed = await replayIds(q, ids, options.requestedBy ?? null);
+  const replayed = await replayIds(q, ids, options.requestedBy ?? null, options.applicationId);
   const done = new Set(replayed);
   return { replayed, skipped: ids.filter((id) => !done.has(id)) };
 }

@@ -10,6 +10,8 @@ export interface Delivery {
   eventId: string;
   eventType: string;
   subscriptionId: string;
+  /** Its event's (and subscription's) application. */
+  applicationId: string;
   status: DeliveryStatus;
   /** Attempts counted toward the maximum since creation or the last replay. */
   attempts: number;
@@ -51,6 +53,8 @@ export interface DeliveryFilter {
   subscriptionId?: string;
   eventId?: string;
   eventType?: string;
+  /** Only this application's deliveries. */
+  applicationId?: string;
   /** Page size. Default: 100. */
   limit?: number;
   /** The last id of the previous page. */
@@ -59,7 +63,8 @@ export interface DeliveryFilter {
 
 /** Columns as `Delivery` fields; shared by the dead-letter queries. */
 export const DELIVERY_COLUMNS = `
-  d.id, d.event_id AS "eventId", e.type AS "eventType", d.subscription_id AS "subscriptionId", d.status,
+  d.id, d.event_id AS "eventId", e.type AS "eventType", d.subscription_id AS "subscriptionId",
+  e.application_id AS "applicationId", d.status,
   d.attempts, CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS "nextAttemptAt",
   (d.status = 'pending' AND COALESCE(d.lease_expires_at > now(), false)) AS leased,
   d.last_status AS "lastStatus", d.last_error AS "lastError", d.dead_reason AS "deadReason",
@@ -77,9 +82,10 @@ export async function listDeliveries(q: Queryable, filter: DeliveryFilter = {}):
        AND ($3::text IS NULL OR d.event_id = $3)
        AND ($4::text IS NULL OR e.type = $4)
        AND ($5::text IS NULL OR d.id > $5)
+       AND ($7::text IS NULL OR e.application_id = $7)
      ORDER BY d.id
      LIMIT $6`,
-    [filter.status ?? null, filter.subscriptionId ?? null, filter.eventId ?? null, filter.eventType ?? null, filter.after ?? null, filter.limit ?? 100],
+    [filter.status ?? null, filter.subscriptionId ?? null, filter.eventId ?? null, filter.eventType ?? null, filter.after ?? null, filter.limit ?? 100, filter.applicationId ?? null],
   );
   return rows;
 }

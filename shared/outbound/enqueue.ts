@@ -7,11 +7,12 @@ import { isDeepStrictEqual } from "node:util";
 import * as z from "zod/mini";
 import type { Queryable } from "../db/port.js";
 import { prepared } from "../db/prepared.js";
-import { EventConflictError, OutboundValidationError, PayloadTooLargeError } from "./errors.js";
+import { EventConflictError, NotFoundError, OutboundValidationError, PayloadTooLargeError } from "./errors.js";
 import { eventTypeProblem } from "./eventTypes.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { parseOrThrow } from "./validation.js";
 import { setSpanAttributes, SPANS, withSpan } from "../telemetry/telemetry.js";
+import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 
 /** An event to send. `data` must be JSON (objects, arrays, strings, finite numbers, booleans, null). */
 export interface OutboundEvent {
@@ -22,6 +23,11 @@ export interface OutboundEvent {
   data: unknown;
   /** When it happened; goes into the body as `timestamp`. Default: now. */
   occurredAt?: Date | string;
+  /**
+   * The application it is for (shared/tenancy/applications.ts): it fans out to that application's
+   * subscriptions only. Default: the default application.
+   */
+  applicationId?: string;
 }
 
 export interface EnqueuedDelivery {
@@ -55,6 +61,7 @@ export const eventSchema = z.strictObject({
   })),
   data: z.optional(z.unknown()), // required, checked below with a clearer message than zod's
   occurredAt: z.optional(z.union([z.date(), z.iso.datetime({ offset: true })])),
+  applicationId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
 });
 
 /** The path of the first value JSON cannot carry faithfully, or null. */
@@ -88,7 +95,7 @@ function nonJsonPath(value: unknown, path: string, seen: Set<object>): string | 
 }
 
 /** Validates an event and builds the exact body every attempt will send. Throws OutboundValidationError. */
-export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id: string; type: string; body: string; dataJson: string } {
+export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id: string; type: string; body: string; dataJson: string; applicationId: string } {
   const valid = parseOrThrow(eventSchema, event, "event");
   if (valid.data === undefined) {
     throw new OutboundValidationError("Invalid event: data: required; send a JSON value (use null for none).", [{ path: "data", message: "required" }]);
@@ -102,7 +109,7 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
   const size = Buffer.byteLength(body, "utf8");
   const limit = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   if (size > limit) throw new PayloadTooLargeError(size, limit);
-  return { id, type: valid.type, body, dataJson };
+  return { id, type: valid.type, body, dataJson, applicationId: valid.applicationId ?? DEFAULT_APPLICATION_ID };
 }
 
 // Enqueue's statements, prepared once per connection of our own pool (shared/db/prepared.ts).
@@ -119,17 +126,25 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
 const enqueueStatement = (input: string) => `WITH input AS (
      ${input}
    ),
+   -- Events for an application that is not live (no foreign key: migration 014 says why). One is
+   -- enough for the statement to write nothing at all, so a caller outside a transaction never
+   -- commits part of a batch it was told failed.
+   missing AS (
+     SELECT i.id, i.application_id FROM input i
+     WHERE NOT EXISTS (SELECT 1 FROM outbound_applications a WHERE a.id = i.application_id AND a.deleted_at IS NULL)
+   ),
    inserted AS (
-     INSERT INTO outbound_events (id, type, body)
-     SELECT id, type, body FROM input
+     INSERT INTO outbound_events (id, type, body, application_id)
+     SELECT i.id, i.type, i.body, i.application_id FROM input i
+     WHERE NOT EXISTS (SELECT 1 FROM missing)
      ON CONFLICT (id) DO NOTHING
-     RETURNING id, type
+     RETURNING id, type, application_id
    ),
    fanned AS (
      INSERT INTO outbound_deliveries (id, event_id, subscription_id)
      SELECT e.id || ':' || s.id, e.id, s.id
      FROM inserted e
-     JOIN outbound_subscriptions s ON s.deleted_at IS NULL AND EXISTS (
+     JOIN outbound_subscriptions s ON s.deleted_at IS NULL AND s.application_id = e.application_id AND EXISTS (
        SELECT 1 FROM unnest(s.event_types) AS p(pattern)
        WHERE p.pattern = e.type
           OR p.pattern = '*'
@@ -146,18 +161,20 @@ const enqueueStatement = (input: string) => `WITH input AS (
    UNION ALL
    SELECT 'delivery', event_id, id, subscription_id, status FROM fanned
    UNION ALL
-   SELECT 'notified', NULL, NULL, NULL, NULL FROM woken`;
+   SELECT 'notified', NULL, NULL, NULL, NULL FROM woken
+   UNION ALL
+   SELECT 'no_application', id, application_id, NULL, NULL FROM missing`;
 /**
  * One event: plain parameters, not arrays. PostgreSQL re-plans a prepared statement for every run
  * while the plan for its actual values looks cheaper than the generic one, which a one-element
  * array always does (the generic plan guesses 100 elements): planning this CTE then cost more
  * than running it (measured: 210 µs of server CPU per event with an array, 78 with parameters).
  */
-const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement("SELECT $1::text AS id, $2::text AS type, $3::text AS body"));
-const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(`SELECT i.id, i.type, i.body
-     FROM unnest($1::text[], $2::text[], $3::text[]) AS i(id, type, body)
+const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement("SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id"));
+const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(`SELECT i.id, i.type, i.body, i.application_id
+     FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS i(id, type, body, application_id)
      ORDER BY i.id`));
-const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AS same FROM outbound_events WHERE id = $1`);
+const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AND application_id = $4 AS same FROM outbound_events WHERE id = $1`);
 const DELIVERIES_OF = prepared("outbound_deliveries_of", `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`);
 
 /** Most events one `enqueueMany` call takes: one statement carries them all. */
@@ -245,9 +262,12 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
   }
   const batch = [...unique.values()].map((u) => u.event);
   const [text, values] = batch.length === 1
-    ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL]]
-    : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL]];
-  const { rows } = await tx.query<{ kind: "event" | "delivery" | "notified"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }>(text, values);
+    ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId]]
+    : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId)]];
+  const { rows } = await tx.query<{ kind: "event" | "delivery" | "notified" | "no_application"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }>(text, values);
+  // The statement wrote nothing (see `missing`).
+  const orphan = rows.find((r) => r.kind === "no_application");
+  if (orphan) throw new NotFoundError("application", orphan.id);
   const created = new Map<string, EnqueuedDelivery[]>();
   for (const row of rows) if (row.kind === "event") created.set(row.event_id, []);
   for (const row of rows) {
@@ -279,7 +299,7 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
 
 /** The deliveries of an existing event `event` repeats; null if no event has its id (any more). */
 async function repeatOf(tx: Queryable, event: Checked): Promise<EnqueuedDelivery[] | null> {
-  const same = await tx.query<{ same: boolean }>(SAME_EVENT, [event.id, event.type, event.dataJson]);
+  const same = await tx.query<{ same: boolean }>(SAME_EVENT, [event.id, event.type, event.dataJson, event.applicationId]);
   if (same.rows.length === 0) return null;
   if (!same.rows[0]!.same) throw new EventConflictError(event.id);
   const { rows } = await tx.query<EnqueuedDelivery>(DELIVERIES_OF, [event.id]);

@@ -8,6 +8,8 @@ import { NotFoundError } from "./errors.js";
 
 export interface EventSummary {
   id: string;
+  /** The application it was enqueued for. */
+  applicationId: string;
   type: string;
   /** The `timestamp` of the body: when it happened, as the enqueuer said. */
   occurredAt: string;
@@ -25,6 +27,8 @@ export interface EventDetail extends EventSummary {
 
 export interface EventFilter {
   type?: string;
+  /** Only this application's events. */
+  applicationId?: string;
   /** Enqueued at or after. */
   since?: Date;
   /** Enqueued before. */
@@ -37,6 +41,7 @@ export interface EventFilter {
 
 interface Row {
   id: string;
+  application_id: string;
   type: string;
   body: string;
   created_at: Date;
@@ -48,28 +53,29 @@ function summary(row: Row): EventSummary & { key: [string, string] } {
   const { timestamp } = JSON.parse(row.body) as { timestamp?: unknown };
   // A forwarded inbound event (shared/inbound/forward.ts) is the partner's own body: no timestamp of ours.
   const occurredAt = typeof timestamp === "string" ? timestamp : new Date(row.created_at).toISOString();
-  return { id: row.id, type: row.type, occurredAt, createdAt: row.created_at, key: [row.created_key, row.id] };
+  return { id: row.id, applicationId: row.application_id, type: row.type, occurredAt, createdAt: row.created_at, key: [row.created_key, row.id] };
 }
 
 /** Events matching `filter`, newest first; each carries `key`, the page key to pass as `before`. */
 export async function listEvents(q: Queryable, filter: EventFilter = {}): Promise<(EventSummary & { key: [string, string] })[]> {
   const { rows } = await q.query<Row>(
-    `SELECT id, type, body, created_at, created_at::text AS created_key
+    `SELECT id, application_id, type, body, created_at, created_at::text AS created_key
      FROM outbound_events
      WHERE ($1::text IS NULL OR type = $1)
+       AND ($7::text IS NULL OR application_id = $7)
        AND ($2::timestamptz IS NULL OR created_at >= $2)
        AND ($3::timestamptz IS NULL OR created_at < $3)
        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
      ORDER BY created_at DESC, id DESC
      LIMIT $6`,
-    [filter.type ?? null, filter.since ?? null, filter.until ?? null, filter.before?.[0] ?? null, filter.before?.[1] ?? null, filter.limit ?? 100],
+    [filter.type ?? null, filter.since ?? null, filter.until ?? null, filter.before?.[0] ?? null, filter.before?.[1] ?? null, filter.limit ?? 100, filter.applicationId ?? null],
   );
   return rows.map(summary);
 }
 
 /** One event with its data and all its deliveries (oldest first); NotFoundError if none has this id. */
 export async function getEvent(q: Queryable, id: string): Promise<EventDetail> {
-  const { rows } = await q.query<Row>("SELECT id, type, body, created_at, created_at::text AS created_key FROM outbound_events WHERE id = $1", [id]);
+  const { rows } = await q.query<Row>("SELECT id, application_id, type, body, created_at, created_at::text AS created_key FROM outbound_events WHERE id = $1", [id]);
   if (!rows[0]) throw new NotFoundError("event", id);
   const deliveries = await q.query<Delivery>(
     `SELECT ${DELIVERY_COLUMNS}

@@ -90,9 +90,10 @@ export async function sendTestEvent(
     data: valid.data === undefined ? { message: "A test event from multicloud-webhooks.", subscriptionId } : valid.data,
   }, options);
   const { rows } = await q.query<{ id: string; status: EnqueuedDelivery["status"]; woken: string }>(
-    `WITH sub AS (SELECT id FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL),
+    `WITH sub AS (SELECT id, application_id FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL),
      event AS (
-       INSERT INTO outbound_events (id, type, body) SELECT $2, $3, $4 FROM sub RETURNING id
+       -- The test event belongs to the subscription's application, like every delivery of it.
+       INSERT INTO outbound_events (id, type, body, application_id) SELECT $2, $3, $4, sub.application_id FROM sub RETURNING id
      ),
      sent AS (
        INSERT INTO outbound_deliveries (id, event_id, subscription_id, origin, requested_by)

@@ -12,6 +12,7 @@ import { parseOrThrow } from "./validation.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { headersSchema } from "./subscriptionHeaders.js";
 import { matchesPatternSql } from "./patternSql.js";
+import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 import { openHeaders, openSecrets, sealHeaders, sealSecrets } from "../crypto/subscriptionSecrets.js";
 
 export type SubscriptionStatus = "active" | "degraded" | "disabled";
@@ -193,26 +194,34 @@ export async function createSubscription(
   // Secrets and header values are written encrypted, bound to this id (docs/secrets.md).
   const values = [id, valid.url, eventTypes, sealSecrets(id, secrets), valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(sealHeaders(id, valid.headers ?? {}))];
   const flow = [valid.maxInFlight ?? null, valid.rateLimitPerSecond ?? null, valid.attemptTimeoutMs ?? null, valid.ordered ?? false];
+  const applicationId = valid.applicationId ?? DEFAULT_APPLICATION_ID;
+  // The application must be live; its row is key-share locked, so a concurrent deletion of the
+  // application waits for this insert, and then deletes this subscription with the others.
+  const liveApp = "SELECT id FROM outbound_applications WHERE id = $APP AND deleted_at IS NULL FOR KEY SHARE";
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
-      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
-       VALUES ($1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool)
+      `WITH app AS (${liveApp.replace("$APP", "$12")})
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool FROM app
        RETURNING *`,
-      [...values, ...flow],
+      [...values, ...flow, applicationId],
     );
-    return toSubscription(rows[0]!, true);
+    if (!rows[0]) throw new NotFoundError("application", applicationId);
+    return toSubscription(rows[0], true);
   }
   // One statement: the events to send are counted first, and nothing is written beyond the cap.
   const { rows } = await q.query<SubscriptionRow & { matching: string; backfilled: string }>(
-    `WITH past AS (
+    `WITH app AS (${liveApp.replace("$APP", "$17")}),
+     past AS (
        SELECT e.id FROM outbound_events e
        WHERE e.created_at >= $8::timestamptz AND ($9::timestamptz IS NULL OR e.created_at < $9::timestamptz)
+         AND e.application_id = $17
          AND ${matchesPatternSql("$3::text[]", "e.type")}
        LIMIT $10 + 1
      ),
      created AS (
-       INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
-       SELECT $1, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool FROM app
        WHERE (SELECT count(*) FROM past) <= $10
        RETURNING *
      ),
@@ -224,11 +233,12 @@ export async function createSubscription(
      ),
      woken AS (SELECT pg_notify($12, '') FROM (SELECT 1 FROM sent LIMIT 1) AS any_sent)
      SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
-            (SELECT count(*) FROM woken) AS woken
+            (SELECT count(*) FROM woken) AS woken, (SELECT count(*) FROM app) AS live_app
      FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow],
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId],
   );
   const row = rows[0]!;
+  if (Number((row as unknown as { live_app: string }).live_app) === 0) throw new NotFoundError("application", applicationId);
   if (row.id === null) {
     throw new OutboundValidationError(
       `Invalid subscription: backfill: more than ${MAX_BACKFILL_EVENTS} events match; choose a shorter time range.`,
@@ -254,18 +264,19 @@ export async function getSubscription(q: Queryable, id: string, options: { inclu
   return toSubscription(rows[0], options.includeSecrets ?? false);
 }
 
-/** Subscriptions (not deleted) in id order, optionally of one health status or paused; `after` is the last id of the previous page. */
+/** Subscriptions (not deleted) in id order, optionally of one health status, paused, or of one application; `after` is the last id of the previous page. */
 export async function listSubscriptions(
   q: Queryable,
-  options: { status?: SubscriptionStatus; paused?: boolean; limit?: number; after?: string } = {},
+  options: { status?: SubscriptionStatus; paused?: boolean; limit?: number; after?: string; applicationId?: string } = {},
 ): Promise<Subscription[]> {
   const { rows } = await q.query<SubscriptionRow>(
     `SELECT * FROM outbound_subscriptions
      WHERE deleted_at IS NULL AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR id > $2)
        AND ($4::boolean IS NULL OR (paused_at IS NOT NULL) = $4)
+       AND ($5::text IS NULL OR application_id = $5)
      ORDER BY id
      LIMIT $3`,
-    [options.status ?? null, options.after ?? null, options.limit ?? 100, options.paused ?? null],
+    [options.status ?? null, options.after ?? null, options.limit ?? 100, options.paused ?? null, options.applicationId ?? null],
   );
   return rows.map((r) => toSubscription(r, false));
 }

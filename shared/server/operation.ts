@@ -4,6 +4,7 @@
  * the document (the admin page's static files).
  */
 import type * as z from "zod/mini";
+import type { AccessRule } from "../tenancy/accessRule.js";
 
 export interface ResponseDoc {
   description: string;
@@ -33,4 +34,10 @@ export interface OperationDoc {
   responses: Record<number, ResponseDoc>;
   /** Leave out the 503 a database outage answers (routes that need no database). */
   noDatabase?: boolean;
+  /**
+   * What it needs of the caller (authenticated routes): read or write, operators only or
+   * application keys too, and the resource whose application must match. Shown in the document as
+   * `x-access`; enforced by shared/tenancy/access.ts. Undeclared: operators with write access only.
+   */
+  access?: AccessRule;
 }

@@ -21,6 +21,7 @@ export const errorSchema = z.strictObject({
 
 export const subscriptionSchema = z.strictObject({
   id: z.string(),
+  applicationId: z.string(),
   url: z.string(),
   eventTypes: z.array(z.string()),
   secrets: z.optional(z.array(z.string())),
@@ -53,6 +54,7 @@ export const deliverySchema = z.strictObject({
   eventId: z.string(),
   eventType: z.string(),
   subscriptionId: z.string(),
+  applicationId: z.string(),
   status: z.enum(["pending", "delivered", "dead", "cancelled"]),
   attempts: int,
   nextAttemptAt: nullableTime,
@@ -89,7 +91,7 @@ export const deadLetterSchema = z.extend(deliverySchema, {
   replayHistory: z.array(z.strictObject({ previousReason: nullableText, requestedBy: nullableText, createdAt: time })),
 });
 
-export const eventSummarySchema = z.strictObject({ id: z.string(), type: z.string(), occurredAt: z.string(), createdAt: time });
+export const eventSummarySchema = z.strictObject({ id: z.string(), applicationId: z.string(), type: z.string(), occurredAt: z.string(), createdAt: time });
 export const eventDetailSchema = z.extend(eventSummarySchema, { data: z.unknown(), body: z.string(), deliveries: z.array(deliverySchema) });
 
 const enqueuedDelivery = z.strictObject({ id: z.string(), subscriptionId: z.string(), status: z.enum(["pending", "delivered", "dead", "cancelled"]) });

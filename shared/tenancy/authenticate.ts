@@ -1,0 +1,20 @@
+/**
+ * The management API's authenticator: `Authorization: Bearer <ADMIN_TOKEN>` (the bootstrap
+ * credential: an operator with write access, recorded as `bootstrap`) or `Bearer whk_…`, an API
+ * key looked up on every request (./apiKeys.ts), so a new or revoked key counts at once on every
+ * server and function, with no restart and no cache to expire.
+ */
+import type { Queryable } from "../db/port.js";
+import { bearerMatches } from "../server/auth.js";
+import { identifyKey } from "./apiKeys.js";
+import type { AnyPrincipal } from "./principal.js";
+
+export function apiKeyAuthenticator(db: Queryable, adminToken: string): (headers: { authorization?: string | undefined }) => Promise<AnyPrincipal | undefined> {
+  return async (headers) => {
+    if (bearerMatches(headers.authorization, adminToken)) return { kind: "admin" };
+    const token = /^Bearer (whk_\S+)$/i.exec(headers.authorization ?? "")?.[1];
+    if (!token) return undefined;
+    const key = await identifyKey(db, token);
+    return key ? { kind: "key", ...key } : undefined;
+  };
+}

@@ -1,0 +1,6 @@
+/**
+ * The default application: every row that existed before migration 014 moved to it, and every
+ * call that names no application uses it, so single-tenant use needs no set-up. A leaf module, so
+ * the outbound core can name it without depending on the tenancy modules.
+ */
+export const DEFAULT_APPLICATION_ID = "app_default";
