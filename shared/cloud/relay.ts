@@ -8,6 +8,7 @@ import { DEFAULT_HTTP_CONCURRENCY, type Relay } from "../outbound/relay.js";
 import type { Logger } from "../telemetry/log.js";
 import { drainOutbox, type DrainSummary } from "./drainOutbox.js";
 import { inboxProcessorFor } from "./inboxProcessor.js";
+import { reencryptPass } from "../crypto/reencryptWorker.js";
 
 /**
  * A relay for one scheduled run (not started: the caller drives `runOnce`), the retention pass
@@ -56,6 +57,8 @@ export function relayFor(db: Database, config: Config, logger: Logger): {
 export async function runScheduledRelay(db: Database, config: Config, logger: Logger, remainingMs: () => number): Promise<DrainSummary> {
   const { relay, purge, alerts, passReserveMs, close } = relayFor(db, config, logger);
   try {
+    // Secrets not under the first key of ENCRYPTION_KEYS (plaintext rows, a rotation) are rewritten first (docs/secrets.md).
+    await reencryptPass(db, logger, () => remainingMs() < passReserveMs);
     const summary = await drainOutbox({ relay, purge, alerts, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, config, logger), remainingMs });
     logger.info(summary, "relay run finished");
     return summary;

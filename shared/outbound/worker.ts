@@ -6,6 +6,7 @@ import { createRelay, type Relay } from "./relay.js";
 import { DEFAULT_RETRY_POLICY } from "./retryPolicy.js";
 import { createTransport, type Transport } from "./transport.js";
 import { instrumentTransport } from "../telemetry/instrument.js";
+import { startReencryption } from "../crypto/reencryptWorker.js";
 
 /**
  * Builds a relay and its transport from the configuration, without starting it: a cloud timer
@@ -44,10 +45,13 @@ export function createOutboundRelay(
 export async function startOutboundRelay(ctx: { config: Config; db: Database; logger: Logger }): Promise<{ name: string; relay: Relay; stop(): Promise<void> }> {
   const { relay, transport } = createOutboundRelay(ctx);
   await relay.start();
+  // Secrets not yet under the first key of ENCRYPTION_KEYS (plaintext rows, a rotation) are rewritten meanwhile.
+  const reencryption = startReencryption(ctx.db, ctx.logger.child({ worker: "secrets-reencryption" }));
   return {
     name: relay.name,
     relay,
     async stop() {
+      await reencryption.stop();
       await relay.stop();
       await transport.close();
     },

@@ -1,0 +1,97 @@
+/**
+ * The re-encryption pass: rewrites every stored secret that is not under the keyring's primary
+ * key (plaintext rows from before secrets were encrypted, and values under an older key after a
+ * rotation), in small batches, while relays keep delivering. Each row is rewritten only if it has
+ * not changed since it was read (a concurrent rotation or edit wins; the next pass looks again),
+ * so the pass never loses a secret written meanwhile. A relay holding a delivery whose secrets it
+ * read before the rewrite still decrypts them: the old key stays in ENCRYPTION_KEYS until a pass
+ * reports nothing left under it (docs/secrets.md, rotation).
+ *
+ * It runs with the relay's periodic work (locally every few minutes and at start; in the cloud at
+ * each scheduled relay run) and from `reencryptSecrets` directly.
+ */
+import type { Queryable } from "../db/port.js";
+import { activeKeyring } from "./activeKeyring.js";
+import { seal } from "./envelope.js";
+import type { Keyring } from "./keyring.js";
+import { headerWhere, isUnreadableSecretError, openHeaders, openSecrets, secretsWhere } from "./subscriptionSecrets.js";
+
+export interface ReencryptResult {
+  /** Rows rewritten under the primary key. */
+  rewritten: number;
+  /** Rows that changed between read and write (left for the next pass). */
+  skipped: number;
+  /** Rows whose values do not decrypt here, with why (a missing key id is named). */
+  unreadable: { id: string; error: string }[];
+}
+
+export interface ReencryptOptions {
+  /** Rows read per statement. Default: 100. */
+  batchSize?: number;
+  /** Checked between batches: stop early (a relay shutting down). */
+  shouldStop?: () => boolean;
+  /** Default: the active keyring. */
+  keyring?: Keyring;
+}
+
+interface Row {
+  id: string;
+  secrets: string[];
+  headers: Record<string, string> | null;
+}
+
+/** Rows (deleted ones too: they still hold secrets) with a value not under `$1` (the primary's envelope prefix). */
+const STALE_ROWS = `SELECT id, secrets, headers FROM outbound_subscriptions
+   WHERE id > $2
+     AND (EXISTS (SELECT 1 FROM unnest(secrets) AS s(v) WHERE NOT starts_with(s.v, $1))
+          OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) AS h(k, v) WHERE NOT starts_with(h.v, $1)))
+   ORDER BY id
+   LIMIT $3`;
+
+/** Rewrites every stale row (see the module comment); returns what it did. */
+export async function reencryptSecrets(q: Queryable, options: ReencryptOptions = {}): Promise<ReencryptResult> {
+  const keyring = options.keyring ?? activeKeyring();
+  const prefix = `enc.v1.${keyring.primary.id}.`;
+  const batchSize = options.batchSize ?? 100;
+  const result: ReencryptResult = { rewritten: 0, skipped: 0, unreadable: [] };
+  let after = "";
+  for (;;) {
+    if (options.shouldStop?.()) break;
+    const { rows } = await q.query<Row>(STALE_ROWS, [prefix, after, batchSize]);
+    for (const row of rows) {
+      let secrets: string[];
+      let headers: Record<string, string>;
+      try {
+        secrets = openSecrets(row.id, row.secrets).map((s) => seal(keyring, s, secretsWhere(row.id)));
+        headers = Object.fromEntries(Object.entries(openHeaders(row.id, row.headers)).map(([k, v]) => [k, seal(keyring, v, headerWhere(row.id, k))]));
+      } catch (error) {
+        if (!isUnreadableSecretError(error)) throw error;
+        result.unreadable.push({ id: row.id, error: (error as Error).message });
+        continue;
+      }
+      // Guarded by the values read: a row changed meanwhile is left as it is (the writer sealed it).
+      const { rowCount } = await q.query(
+        `UPDATE outbound_subscriptions SET secrets = $2::text[], headers = $3::jsonb
+         WHERE id = $1 AND secrets = $4::text[] AND headers IS NOT DISTINCT FROM $5::jsonb`,
+        [row.id, secrets, JSON.stringify(headers), row.secrets, row.headers === null ? null : JSON.stringify(row.headers)],
+      );
+      if ((rowCount ?? 0) > 0) result.rewritten += 1;
+      else result.skipped += 1;
+    }
+    if (rows.length < batchSize) break;
+    after = rows[rows.length - 1]!.id;
+  }
+  return result;
+}
+
+/** How many stored values are under each key id (`plaintext` for none): what a rotation still waits for. */
+export async function secretsByKey(q: Queryable): Promise<Record<string, number>> {
+  const { rows } = await q.query<{ key: string; n: string }>(
+    `SELECT CASE WHEN starts_with(v, 'enc.v1.') THEN split_part(v, '.', 3) ELSE 'plaintext' END AS key, count(*) AS n
+     FROM (SELECT s.v FROM outbound_subscriptions, unnest(secrets) AS s(v)
+           UNION ALL
+           SELECT h.v FROM outbound_subscriptions, jsonb_each_text(headers) AS h(k, v)) AS stored
+     GROUP BY 1`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.key, Number(r.n)]));
+}

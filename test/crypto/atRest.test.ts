@@ -1,0 +1,209 @@
+/**
+ * Issue 17, Must-show 2: after a run (subscriptions created, edited, rotated; forwarding and alert
+ * subscriptions; deliveries made and verified), no raw database row holds a secret in clear: every
+ * column of every table is read as text and searched for `whsec_`, each secret, each header value
+ * and the encryption key's bytes. Also: plaintext rows from before are sealed by the pass at start;
+ * a value under a key this process lacks waits (pending, uncounted) and is delivered once the key is
+ * back; a value copied into another row does not decrypt there. Both backends.
+ */
+import { readdir, readFile, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { Webhook } from "standardwebhooks";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { loadConfig } from "../../shared/config.js";
+import { useKeyring } from "../../shared/crypto/activeKeyring.js";
+import { parseEncryptionKeys } from "../../shared/crypto/keyring.js";
+import { reencryptSecrets, secretsByKey } from "../../shared/crypto/reencrypt.js";
+import type { Queryable } from "../../shared/db/port.js";
+import { openPglite } from "../../shared/db/pglite.js";
+import { migrate } from "../../shared/db/migrate.js";
+import {
+  createRelay, createSubscription, enqueue, getDelivery, getSubscription, listDeadLetters, rotateSecrets, updateSubscription, type Relay,
+} from "../../shared/outbound/index.js";
+import { generateSecret } from "../../shared/outbound/signature.js";
+import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { startPlatform, type Platform } from "../../shared/platform.js";
+import { createLogger } from "../../shared/telemetry/log.js";
+import { describeEachBackend } from "../support/databases.js";
+import { resetOutbound, startReceiver, waitFor, type Receiver } from "../outbound/support/receiver.js";
+
+const TEST_KEYS = process.env.ENCRYPTION_KEYS!;
+const testKeyring = parseEncryptionKeys(TEST_KEYS);
+const rawKeyForms = (ring = testKeyring) => [...ring.keys.values()].flatMap((k) => [k.key.toString("base64"), k.key.toString("base64url"), k.key.toString("hex")]);
+
+/** Every column of every table in the public schema, each row as JSON text. */
+async function everyRow(q: Queryable): Promise<string[]> {
+  const { rows: tables } = await q.query<{ name: string }>(
+    "SELECT format('%I', table_name) AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+  );
+  expect(tables.map((t) => t.name)).toContain("outbound_subscriptions");
+  const out: string[] = [];
+  for (const t of tables) {
+    const { rows } = await q.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM ${t.name} t`);
+    out.push(...rows.map((r) => `${t.name}: ${r.row}`));
+  }
+  return out;
+}
+
+/** The needles that must appear in no row: each secret whole and its key part, each header value, the key bytes. */
+function needles(secrets: readonly string[], headerValues: readonly string[]): string[] {
+  return ["whsec_", "whsk_", ...secrets, ...secrets.map((s) => s.replace(/^wh(sec|sk)_/, "")), ...headerValues, ...rawKeyForms()];
+}
+
+function expectNoPlaintext(rows: readonly string[], search: readonly string[]): void {
+  const found = search.flatMap((n) => rows.filter((r) => r.includes(n)).map((r) => `${n} in ${r.slice(0, 120)}`));
+  expect(found).toEqual([]);
+}
+
+const verifies = (secrets: readonly string[], body: string, headers: Record<string, unknown>) =>
+  secrets.some((s) => {
+    try {
+      new Webhook(s).verify(body, headers as Record<string, string>);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+
+describeEachBackend("secrets at rest", (ctx) => {
+  let receiver: Receiver;
+  let platform: Platform | undefined;
+  let relay: Relay | undefined;
+  let transport: Transport;
+
+  beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
+  afterAll(() => transport?.close());
+  afterEach(async () => {
+    useKeyring(undefined); // back to ENCRYPTION_KEYS
+    await relay?.stop();
+    relay = undefined;
+    await platform?.stop();
+    platform = undefined;
+    await receiver?.close();
+    await resetOutbound(ctx.db);
+  });
+
+  it("after a run, no raw row of any table holds a secret, a header value or the key in clear", async () => {
+    receiver = await startReceiver();
+    const alertSecret = generateSecret();
+    const forwardSecret = generateSecret();
+    const partnerSecret = generateSecret();
+    const config = loadConfig({
+      ALLOWED_DESTINATIONS: "127.0.0.1", OUTBOUND_POLL_INTERVAL_MS: "20", LOG_LEVEL: "silent",
+      ALERT_WEBHOOK_URL: receiver.url, ALERT_WEBHOOK_SECRET: alertSecret,
+      PARTNERS: JSON.stringify({ acme: { scheme: "standard-webhooks", secrets: [partnerSecret], forward: { url: receiver.url, secrets: [forwardSecret] } } }),
+    });
+    platform = await startPlatform(config, { db: ctx.db, handlers: [], logger: createLogger({ level: "silent" }) });
+
+    const a = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["order.*"], headers: { "x-api-key": "api-key-value-a1b2c3" } });
+    const given = [generateSecret(), generateSecret()];
+    const b = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["order.*"], secrets: given });
+    const rotated = await rotateSecrets(ctx.db, a.id);
+    await updateSubscription(ctx.db, b.id, { headers: { authorization: "Bearer token-d4e5f6" } });
+    for (let i = 0; i < 5; i++) await enqueue(ctx.db, { id: `run-${i}`, type: "order.paid", data: { i } });
+
+    await waitFor("10 deliveries", () => receiver.received.filter((r) => r.webhookId.startsWith("run-")).length === 10);
+    for (const r of receiver.received.filter((x) => x.webhookId.startsWith("run-"))) {
+      const sub = r.webhookId.endsWith(a.id) ? rotated : b;
+      expect(verifies(sub.secrets!, r.body, r.headers)).toBe(true);
+      // Decrypted for the request: the receiver gets the values it was given.
+      if (sub.id === a.id) expect(r.headers["x-api-key"]).toBe("api-key-value-a1b2c3");
+      else expect(r.headers.authorization).toBe("Bearer token-d4e5f6");
+    }
+    await waitFor("the alert subscription", async () => (await ctx.db.query("SELECT 1 FROM outbound_subscriptions WHERE event_types = ARRAY['alert.*']")).rows.length === 1);
+    // The API still answers in clear.
+    expect((await getSubscription(ctx.db, a.id, { includeSecrets: true })).secrets).toEqual(rotated.secrets);
+    expect((await getSubscription(ctx.db, b.id)).headers).toEqual({ authorization: "Bearer token-d4e5f6" });
+
+    const secrets = [...a.secrets!, ...rotated.secrets!, ...given, alertSecret, forwardSecret];
+    expectNoPlaintext(await everyRow(ctx.db), needles(secrets, ["api-key-value-a1b2c3", "token-d4e5f6"]));
+    const byKey = await secretsByKey(ctx.db);
+    expect(Object.keys(byKey)).toEqual([testKeyring.primary.id]);
+  });
+
+  it("plaintext rows written before encryption keep delivering and are sealed by the pass at the relay's start", async () => {
+    receiver = await startReceiver();
+    const legacy = generateSecret();
+    await ctx.db.query(
+      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, headers) VALUES ('sub_legacy', $1, ARRAY['*'], ARRAY[$2], '{"x-legacy":"legacy-value-778899"}'::jsonb)`,
+      [receiver.url, legacy],
+    );
+    expect(await secretsByKey(ctx.db)).toEqual({ plaintext: 2 });
+    platform = await startPlatform(loadConfig({ ALLOWED_DESTINATIONS: "127.0.0.1", OUTBOUND_POLL_INTERVAL_MS: "20", LOG_LEVEL: "silent" }), {
+      db: ctx.db, handlers: [], logger: createLogger({ level: "silent" }),
+    });
+    await waitFor("the pass sealed the row", async () => (await secretsByKey(ctx.db)).plaintext === undefined);
+    expectNoPlaintext(await everyRow(ctx.db), needles([legacy], ["legacy-value-778899"]));
+    await enqueue(ctx.db, { id: "after-pass", type: "x.y", data: {} });
+    await waitFor("delivered", () => receiver.received.length === 1);
+    expect(verifies([legacy], receiver.received[0]!.body, receiver.received[0]!.headers)).toBe(true);
+    expect(receiver.received[0]!.headers["x-legacy"]).toBe("legacy-value-778899");
+  });
+
+  it("a value under a key this process lacks: the delivery waits (pending, uncounted, an error naming the key), then goes once the key is back", async () => {
+    receiver = await startReceiver();
+    const ghost = parseEncryptionKeys(`ghost:${Buffer.alloc(32, 5).toString("base64")}`);
+    useKeyring(ghost);
+    const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    useKeyring(testKeyring); // "ghost" dropped too early
+    await enqueue(ctx.db, { id: "waits", type: "x.y", data: {} });
+    const logs: string[] = [];
+    const logger = pino({ level: "error" }, { write: (line: string) => { logs.push(line); } });
+    relay = createRelay({ db: ctx.db, transport, logger, pollIntervalMs: 20 });
+    expect(await relay.runOnce()).toBe(1);
+    expect(receiver.received).toHaveLength(0);
+    const waiting = await getDelivery(ctx.db, `waits:${sub.id}`);
+    expect(waiting).toMatchObject({ status: "pending", attempts: 0 });
+    expect(new Date(waiting.nextAttemptAt!).getTime()).toBeGreaterThan(Date.now() + 30_000);
+    expect(await listDeadLetters(ctx.db)).toHaveLength(0);
+    expect(logs.join("\n")).toMatch(/key id \\"ghost\\", which is not in ENCRYPTION_KEYS/);
+    await expect(getSubscription(ctx.db, sub.id, { includeSecrets: true })).rejects.toThrow(/key id "ghost"/);
+    expect((await reencryptSecrets(ctx.db)).unreadable).toEqual([{ id: sub.id, error: expect.stringContaining('"ghost"') }]);
+
+    useKeyring(parseEncryptionKeys(`${TEST_KEYS},ghost:${Buffer.alloc(32, 5).toString("base64")}`));
+    await ctx.db.query("UPDATE outbound_deliveries SET next_attempt_at = now()"); // not a minute's wait in a test
+    expect(await relay.runOnce()).toBe(1);
+    expect(receiver.received).toHaveLength(1);
+    expect(verifies(sub.secrets!, receiver.received[0]!.body, receiver.received[0]!.headers)).toBe(true);
+    expect(await getDelivery(ctx.db, `waits:${sub.id}`)).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+
+  it("secrets copied into another subscription's row do not decrypt there: its delivery waits, unsent", async () => {
+    receiver = await startReceiver();
+    const a = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    const b = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    await ctx.db.query("UPDATE outbound_subscriptions SET secrets = (SELECT secrets FROM outbound_subscriptions WHERE id = $1) WHERE id = $2", [a.id, b.id]);
+    await enqueue(ctx.db, { id: "swap", type: "x.y", data: {} });
+    relay = createRelay({ db: ctx.db, transport, pollIntervalMs: 20 });
+    await relay.runOnce();
+    expect(receiver.received.map((r) => r.webhookId)).toEqual([`swap:${a.id}`]);
+    expect(await getDelivery(ctx.db, `swap:${b.id}`)).toMatchObject({ status: "pending", attempts: 0 });
+    await expect(getSubscription(ctx.db, b.id, { includeSecrets: true })).rejects.toThrow(/copied from another row/);
+  });
+});
+
+it("the embedded database's files on disk hold no secret in clear after a run", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "pglite-at-rest-"));
+  const db = await openPglite(dir);
+  await migrate(db);
+  const secret = generateSecret();
+  await createSubscription(db, { url: "https://receiver.example/hooks", eventTypes: ["*"], secrets: [secret], headers: { "x-api-key": "file-level-key-123456" } });
+  await enqueue(db, { id: "e1", type: "x.y", data: {} });
+  await db.query("CHECKPOINT");
+  await db.close();
+  const hits: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    for (const entry of await readdir(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else {
+        const bytes = await readFile(path);
+        for (const n of ["whsec_", secret.slice(6), "file-level-key-123456", ...rawKeyForms()]) if (bytes.includes(n)) hits.push(`${n} in ${path}`);
+      }
+    }
+  };
+  await walk(dir);
+  expect(hits).toEqual([]);
+}, 120_000);
