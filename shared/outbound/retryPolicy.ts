@@ -77,6 +77,8 @@ export function nextRetryDelaySeconds(
   retryAfterSeconds: number | null,
   random: () => number = Math.random,
 ): number {
+  // `!== null` is for the type checker: Number.isFinite(null) is false already (the mutant making
+  // it `true` survives as equivalent, docs/testing.md).
   if (retryAfterSeconds !== null && Number.isFinite(retryAfterSeconds)) {
     return Math.min(policy.retryAfterCapSeconds, Math.max(1, retryAfterSeconds));
   }
@@ -93,8 +95,8 @@ export function nextRetryDelaySeconds(
  */
 export function parseRetryAfter(header: string | undefined, now: Date = new Date()): number | null {
   if (header === undefined) return null;
+  // An empty header matches neither form below, so it needs no test of its own.
   const text = header.trim();
-  if (text === "") return null;
   if (/^\d+$/.test(text)) {
     const seconds = Number(text);
     return Number.isSafeInteger(seconds) ? seconds : null;

@@ -29,4 +29,5 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/verify/genericHmac.ts", tests: ["test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/body.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts"] },
+  { file: "shared/outbound/retryPolicy.ts", tests: ["test/outbound/retryPolicy.test.ts"] },
 ];

@@ -106,3 +106,72 @@ describe("parseRetryAfter", () => {
     });
   });
 });
+
+// Issue 20 (mutation testing): every bound of the policy on both sides, and each Retry-After form.
+describe("retry policy bounds", () => {
+  it.each([
+    ["baseSeconds", { baseSeconds: 0 }, "Retry policy baseSeconds must be a positive number of seconds."],
+    ["baseSeconds", { baseSeconds: Number.POSITIVE_INFINITY, capSeconds: Number.POSITIVE_INFINITY }, "Retry policy baseSeconds must be a positive number of seconds."],
+    ["capSeconds", { capSeconds: 4.999 }, "Retry policy capSeconds must be a number of seconds ≥ baseSeconds."],
+    ["capSeconds", { capSeconds: Number.POSITIVE_INFINITY }, "Retry policy capSeconds must be a number of seconds ≥ baseSeconds."],
+    ["maxAttempts", { maxAttempts: 0 }, "Retry policy maxAttempts must be an integer ≥ 1."],
+    ["retryAfterCapSeconds", { retryAfterCapSeconds: 0.999 }, "Retry policy retryAfterCapSeconds must be a number of seconds ≥ 1."],
+    ["retryAfterCapSeconds", { retryAfterCapSeconds: Number.POSITIVE_INFINITY }, "Retry policy retryAfterCapSeconds must be a number of seconds ≥ 1."],
+  ])("refuses a bad %s (%o) with a message naming it", (_field, patch, message) => {
+    let error: unknown;
+    try { validateRetryPolicy({ ...policy, ...patch }); } catch (e) { error = e; }
+    expect(error).toBeInstanceOf(InvalidRetryPolicyError);
+    expect((error as Error).name).toBe("InvalidRetryPolicyError");
+    expect((error as Error).message).toBe(message);
+  });
+
+  it.each([
+    [{ capSeconds: 5 }],
+    [{ maxAttempts: 1 }],
+    [{ retryAfterCapSeconds: 1 }],
+    [{ baseSeconds: 0.001, capSeconds: 0.001 }],
+  ])("accepts each bound itself: %o", (patch) => {
+    const p = { ...policy, ...patch };
+    expect(validateRetryPolicy(p)).toBe(p);
+  });
+
+  it("a Retry-After that is not a finite number leaves the backoff in charge", () => {
+    expect(nextRetryDelaySeconds(policy, 1, Number.NaN, () => 0)).toBe(2.5);
+    expect(nextRetryDelaySeconds(policy, 2, Number.POSITIVE_INFINITY, () => 0)).toBe(10);
+  });
+});
+
+describe("parseRetryAfter, each form and its edges", () => {
+  const now = new Date("2026-11-30T04:00:00Z");
+  it.each([
+    // IMF-fixdate without its comma, and with extra spaces before the day.
+    ["Mon 30 Nov 2026 04:01:30 GMT", 90],
+    ["Mon,  30 Nov 2026 04:01:30 GMT", 90],
+    // asctime pads a one-digit day with a space.
+    ["Tue Dec  1 04:00:05 2026", 86_405],
+    ["Tue Dec 1 04:00:05 2026", 86_405],
+    // Only a trailing GMT is a zone: the day name is not checked, and "GMT" there is not one.
+    ["GMT, 30 Nov 2026 04:01:30", 90],
+  ])("%s → %s s", (header, seconds) => {
+    expect(parseRetryAfter(header, now)).toBe(seconds);
+  });
+
+  it.each([
+    // Text around a date: Date.parse would read each of these.
+    ["at Mon, 30 Nov 2026 04:01:30 GMT"],
+    ["Mon, 30 Nov 2026 04:01:30 PM"],
+    ["at Mon Nov 30 04:00:05 2026"],
+    ["Mon Nov 30 04:00:05 2026 PM"],
+    // Numbers JavaScript reads that are not delay-seconds.
+    ["1e3"],
+    ["0x10"],
+    ["120 s"],
+    ["99999999999999999999"],
+    // The right shape, not a date.
+    ["Mon, 30 Foo 2026 04:01:30 GMT"],
+    ["Mon, 32 Nov 2026 04:01:30 GMT"],
+    ["   "],
+  ])("%s → null", (header) => {
+    expect(parseRetryAfter(header, now)).toBeNull();
+  });
+});
