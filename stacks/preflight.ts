@@ -92,7 +92,7 @@ export function preflight(cloud: Cloud, input: PreflightInput): PreflightResult 
   const tofu = onPath("tofu", env);
   const binary = terraform ? "terraform" : tofu ? "tofu" : undefined;
   if (binary) found.push(`${binary} (${terraform ?? tofu})`);
-  else missing.push("no `terraform` or `tofu` on PATH: install Terraform ≥ 1.5 or OpenTofu ≥ 1.6 (cdktf deploy runs it)");
+  else missing.push("no `terraform` or `tofu` on PATH: install Terraform ≥ 1.11 or OpenTofu ≥ 1.11 (cdktf deploy runs it; the stacks write their generated secrets through write-only arguments)");
 
   const credentials = { aws: awsCredentials, azure: azureCredentials, gcp: gcpCredentials }[cloud](env, home);
   if (credentials) found.push(credentials);

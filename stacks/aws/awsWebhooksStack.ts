@@ -1,7 +1,7 @@
 /**
  * The AWS target: one construct per component, wired together. Read top to bottom, it is the
  * architecture: network, secrets, queue, database, observability, identities, migration,
- * workers, relay, ingress, outputs.
+ * workers, relay, ingress, management API, outputs.
  */
 import { TerraformOutput, TerraformStack, type ITerraformDependable } from "cdktf";
 import type { Construct } from "constructs";
@@ -14,6 +14,7 @@ import { ClaimCheckBucket } from "./claimCheckBucket.js";
 import { DatabaseMigration } from "./databaseMigration.js";
 import { FunctionRoles, type AwsFunctionName } from "./functionRoles.js";
 import { HttpIngress } from "./httpIngress.js";
+import { MANAGEMENT_BASE_PATH, ManagementApi } from "./managementApi.js";
 import { Observability } from "./observability.js";
 import { PrivateNetwork } from "./privateNetwork.js";
 import { QueueWorker } from "./queueWorker.js";
@@ -71,8 +72,10 @@ export class AwsWebhooksStack extends TerraformStack {
       databaseSecretArn: database.credentialsSecretArn,
       databaseUserArn: database.userArn(config.awsRegion, account.accountId, APP_DATABASE_USER),
       alertSecretArn: secrets.alertSecretArn,
+      adminTokenSecretArn: secrets.adminTokenSecretArn,
+      encryptionKeysSecretArn: secrets.encryptionKeysSecretArn,
       claimCheckBucketArn: claimChecks.bucket.arn,
-      logGroupArns: { ingest: logs.ingest.arn, processor: logs.processor.arn, relay: logs.relay.arn, migrate: logs.migrate.arn },
+      logGroupArns: { ingest: logs.ingest.arn, processor: logs.processor.arn, relay: logs.relay.arn, migrate: logs.migrate.arn, management: logs.management.arn },
       processorVerifies: config.awsDirectQueueIngress,
     });
 
@@ -100,6 +103,8 @@ export class AwsWebhooksStack extends TerraformStack {
       function: fn("migrate", artifacts.migrate, { ...databaseEnv, WEBHOOKS_DATABASE_SECRET_ARN: database.credentialsSecretArn }, inVpc(network.workerSecurityGroupId)),
       after: [database.writer, roles.policies.migrate, ...network.egressReady],
     });
+    // The subscriptions' secrets are encrypted at rest under these keys (issue 17).
+    const encryptionEnv = { WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN: secrets.encryptionKeysSecretArn };
     const worker = new QueueWorker(this, "workers", {
       config,
       queueArn: queue.queue.arn,
@@ -115,10 +120,12 @@ export class AwsWebhooksStack extends TerraformStack {
           WEBHOOKS_VERIFY_IN_PROCESSOR: String(config.awsDirectQueueIngress),
           // The partners: for their forward destinations, and with direct ingress to verify.
           WEBHOOKS_PARTNER_SECRETS_ARN: secrets.partnerSecretsArn,
+          // A forwarding partner's subscription (issue 16) is created with encrypted secrets.
+          ...encryptionEnv,
         },
         inVpc(network.workerSecurityGroupId),
         // New code after the migration it expects (expand the schema first, then deploy the code).
-        [migration.done],
+        [migration.done, ...secrets.generated],
       ),
     });
     const alertEnv: Record<string, string> =
@@ -128,7 +135,7 @@ export class AwsWebhooksStack extends TerraformStack {
       config,
       roles,
       after: [migration.done],
-      function: fn("relay", artifacts.relay, { ...databaseEnv, ...alertEnv }, inVpc(network.relaySecurityGroupId), [migration.done]),
+      function: fn("relay", artifacts.relay, { ...databaseEnv, ...encryptionEnv, ...alertEnv }, inVpc(network.relaySecurityGroupId), [migration.done, ...secrets.generated]),
     });
     const ingress = new HttpIngress(this, "ingress", {
       prefix,
@@ -144,8 +151,30 @@ export class AwsWebhooksStack extends TerraformStack {
         MAX_INBOUND_BODY_BYTES: String(MAX_INBOUND_BODY_BYTES),
       }),
     });
+    const management = new ManagementApi(this, "management", {
+      config,
+      ingress,
+      function: fn(
+        "management",
+        artifacts.management,
+        {
+          ...databaseEnv,
+          ...encryptionEnv,
+          WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: secrets.adminTokenSecretArn,
+          WEBHOOKS_MANAGEMENT_BASE_PATH: MANAGEMENT_BASE_PATH,
+        },
+        inVpc(network.workerSecurityGroupId),
+        [migration.done, ...secrets.generated],
+      ),
+    });
 
     new TerraformOutput(this, "ingest_url", { value: ingress.url, description: `POST webhooks here (${ingress.mode} mode)` });
+    new TerraformOutput(this, "management_url", { value: management.url, description: "The management API (webhooks --url <this>) and admin page (<this>/admin)" });
+    new TerraformOutput(this, "admin_token_secret_arn", {
+      value: secrets.adminTokenSecretArn,
+      description: "The management API's admin token: aws secretsmanager get-secret-value --secret-id <this> --query SecretString --output text",
+    });
+    new TerraformOutput(this, "encryption_keys_secret_arn", { value: secrets.encryptionKeysSecretArn, description: "ENCRYPTION_KEYS of the subscriptions' secrets; rotate by prepending a key (docs/deploy.md)" });
     new TerraformOutput(this, "queue_name", { value: queue.queue.name });
     new TerraformOutput(this, "dead_letter_queue_name", { value: queue.deadLetterQueue.name });
     new TerraformOutput(this, "database_endpoint", { value: database.endpoint });
@@ -156,6 +185,7 @@ export class AwsWebhooksStack extends TerraformStack {
     }
     new TerraformOutput(this, "processor_function", { value: worker.functionName });
     new TerraformOutput(this, "relay_function", { value: relay.functionName });
+    new TerraformOutput(this, "management_function", { value: management.functionName });
     new TerraformOutput(this, "migrate_function", { value: migration.functionName, description: "Runs on every deploy that changes it; invoke it to rerun the migrations" });
     new TerraformOutput(this, "claim_check_bucket", { value: claimChecks.bucket.bucket });
     new TerraformOutput(this, "alerts_topic_arn", { value: observability.alertTopicArn });

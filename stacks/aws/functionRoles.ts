@@ -10,7 +10,7 @@ import { IamRole } from "@cdktf/provider-aws/lib/iam-role/index.js";
 import { IamRolePolicy } from "@cdktf/provider-aws/lib/iam-role-policy/index.js";
 import type { FunctionName } from "../artifacts.js";
 
-/** The four AWS functions (the same as every cloud's). */
+/** The five AWS functions (the same as every cloud's). */
 export type AwsFunctionName = FunctionName;
 
 export interface Statement {
@@ -30,9 +30,12 @@ export interface FunctionRolesProps {
   databaseUserArn: string;
   /** The alert webhook's signing secret, when alerts go to a webhook (read by the relay). */
   alertSecretArn?: string;
+  /** The management API's bootstrap admin token (read by the management function alone). */
+  adminTokenSecretArn: string;
+  /** ENCRYPTION_KEYS: read by the functions that read or write subscription secrets (processor, relay, management). */
+  encryptionKeysSecretArn: string;
   claimCheckBucketArn: string;
   logGroupArns: Record<AwsFunctionName, string>;
-  /** Direct API→SQS ingress: the processor verifies signatures, so it reads the partner secret. */
   /** Direct ingress: the processor verifies the signatures (it reads the partners either way, for forwarding). */
   processorVerifies: boolean;
 }
@@ -90,6 +93,8 @@ export class FunctionRoles extends Construct {
       // The partners: their forward destinations (issue 16: the processor enqueues each forwarded
       // event in the inbox write's transaction) and, with direct ingress, their signing secrets.
       readSecret(props.partnerSecretsArn),
+      // A forwarding partner's subscription secrets are written encrypted (issue 17).
+      readSecret(props.encryptionKeysSecretArn),
       // Receive/delete/attributes for the event source mapping (the explicit dead-letter deletes
       // too); send for a deferral, which re-sends the message with a delay and acks the original.
       { Effect: "Allow", Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], Resource: props.queueArn },
@@ -103,11 +108,23 @@ export class FunctionRoles extends Construct {
       tracing,
       inVpc,
       connectAsApp,
+      // The subscriptions' signing secrets are encrypted at rest (issue 17): the relay decrypts them to sign.
+      readSecret(props.encryptionKeysSecretArn),
       ...(props.alertSecretArn ? [readSecret(props.alertSecretArn)] : []),
+    ]);
+    // The management API: the database as webhooks_app (like the relay), its admin token, and the
+    // keys to encrypt the secrets of the subscriptions it creates. No queue, no bucket, no partners.
+    const management = this.role("management", "lambda.amazonaws.com", [
+      logs("management"),
+      tracing,
+      inVpc,
+      connectAsApp,
+      readSecret(props.adminTokenSecretArn),
+      readSecret(props.encryptionKeysSecretArn),
     ]);
     // The only reader of the master credentials: it migrates and prepares webhooks_app.
     const migrate = this.role("migrate", "lambda.amazonaws.com", [logs("migrate"), tracing, inVpc, readSecret(props.databaseSecretArn)]);
-    this.roleArns = { ingest: ingest.arn, processor: processor.arn, relay: relay.arn, migrate: migrate.arn };
+    this.roleArns = { ingest: ingest.arn, processor: processor.arn, relay: relay.arn, migrate: migrate.arn, management: management.arn };
   }
 
   /**
@@ -125,7 +142,7 @@ export class FunctionRoles extends Construct {
       role: role.id,
       policy: JSON.stringify({ Version: "2012-10-17", Statement: statements }),
     });
-    if (name === "ingest" || name === "processor" || name === "relay" || name === "migrate") this.policies[name] = policy;
+    if (name === "ingest" || name === "processor" || name === "relay" || name === "migrate" || name === "management") this.policies[name] = policy;
     return role;
   }
 }

@@ -48,10 +48,15 @@ export class HttpIngress extends Construct {
   /** `https://…/webhooks/{partner}` */
   readonly url: string;
   readonly mode: "lambda" | "direct-sqs";
+  /** The HTTP API, for the other routes on it (the management API's). */
+  readonly api: Apigatewayv2Api;
+  /** `https://<api id>.execute-api.<region>.amazonaws.com/` (the `$default` stage: no stage in the path). */
+  readonly baseUrl: string;
 
   constructor(scope: Construct, id: string, props: HttpIngressProps) {
     super(scope, id);
     const api = new Apigatewayv2Api(this, "api", { name: `${props.prefix}-ingress`, protocolType: "HTTP" });
+    this.api = api;
     const stage = new Apigatewayv2Stage(this, "stage", {
       apiId: api.id,
       name: "$default",
@@ -62,6 +67,7 @@ export class HttpIngress extends Construct {
     this.mode = props.config.awsDirectQueueIngress ? "direct-sqs" : "lambda";
     const integration = this.mode === "direct-sqs" ? this.directToQueue(api, props) : this.throughLambda(api, props);
     new Apigatewayv2Route(this, "route", { apiId: api.id, routeKey: "POST /webhooks/{partner}", target: `integrations/${integration.id}` });
+    this.baseUrl = stage.invokeUrl;
     this.url = `${stage.invokeUrl}webhooks/{partner}`;
   }
 

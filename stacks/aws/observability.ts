@@ -28,6 +28,7 @@ export class Observability extends Construct {
       processor: logGroup("processor-logs", `/aws/lambda/${props.prefix}-processor`),
       relay: logGroup("relay-logs", `/aws/lambda/${props.prefix}-relay`),
       migrate: logGroup("migrate-logs", `/aws/lambda/${props.prefix}-migrate`),
+      management: logGroup("management-logs", `/aws/lambda/${props.prefix}-management`),
     };
     this.apiAccessLogGroup = logGroup("api-access-logs", `/aws/apigateway/${props.prefix}-ingress`);
     // Not encrypted with the aws/sns key: CloudWatch alarms cannot publish to a topic under that

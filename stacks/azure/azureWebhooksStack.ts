@@ -1,8 +1,9 @@
 /**
  * The Azure target: an HTTP-triggered ingest Function (not API Management: see docs/clouds.md),
  * Service Bus, PostgreSQL Flexible Server, Key Vault, and Function Apps for the processor
- * (Service Bus trigger), the relay (timer trigger) and the migrate step (timer with
- * runOnStartup: it runs at each deploy, before the others can use the schema; docs/deploy-azure.md).
+ * (Service Bus trigger), the relay (timer trigger), the migrate step (timer with runOnStartup: it
+ * runs at each deploy, before the others can use the schema; docs/deploy-azure.md) and the
+ * management API (HTTP, its own app and identity, at `https://<app>/api`).
  */
 import { TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
 import type { Construct } from "constructs";
@@ -13,7 +14,7 @@ import type { CloudStackProps } from "../aws/awsWebhooksStack.js";
 import { relayBudgetSeconds } from "../config.js";
 import { CLAIM_CHECK_CONTAINER, ClaimCheckContainer } from "./claimCheckContainer.js";
 import { FunctionHost } from "./functionHost.js";
-import { ALERT_SECRET_NAME, KeyVaultSecrets, PARTNER_SECRETS_NAME } from "./keyVaultSecrets.js";
+import { ADMIN_TOKEN_SECRET_NAME, ALERT_SECRET_NAME, ENCRYPTION_KEYS_SECRET_NAME, KeyVaultSecrets, PARTNER_SECRETS_NAME } from "./keyVaultSecrets.js";
 import { ManagedIdentities } from "./managedIdentities.js";
 import { Monitoring } from "./monitoring.js";
 import { NodeFunctionApp } from "./nodeFunctionApp.js";
@@ -30,6 +31,12 @@ import { ServiceBusQueue } from "./serviceBusQueue.js";
 export const AZURE_MAX_INBOUND_BODY_BYTES = 64 * 1024 * 1024;
 /** How often the migrate timer runs besides at start-up (each run is idempotent and cheap). */
 export const MIGRATE_SCHEDULE = "0 */5 * * * *";
+/**
+ * The management API's path prefix: the Functions host's default route prefix, `api`. Not "" (the
+ * root): the host keeps `/admin/…` for its own admin API, so the admin page would never be reached
+ * (azure-functions-host#6990, #2590). The function strips it (WEBHOOKS_MANAGEMENT_BASE_PATH).
+ */
+export const AZURE_MANAGEMENT_BASE_PATH = "/api";
 
 export class AzureWebhooksStack extends TerraformStack {
   constructor(scope: Construct, id: string, props: CloudStackProps) {
@@ -72,13 +79,22 @@ export class AzureWebhooksStack extends TerraformStack {
           // The partners' forward destinations (issue 16): each verified event a partner forwards is
           // enqueued by the processor, in the inbox write's transaction. It never verifies: ingest did.
           secretReader(secrets.partnerSecret),
+          // A forwarding partner's subscription secrets are written encrypted (issue 17).
+          secretReader(secrets.encryptionKeysSecret),
           // Reads claim-checks only: ingest writes them, and lifecycle management deletes them.
           { role: "Storage Blob Data Reader", scope: claimChecks.scope },
         ],
-        // The alert signing secret only where the relay sends alerts.
-        relay: [secretReader(database.urlSecret), ...(config.alertWebhookUrl ? [secretReader(secrets.alertSecret)] : [])],
+        // The encryption keys to decrypt the subscriptions' signing secrets (issue 17); the alert
+        // signing secret only where the relay sends alerts.
+        relay: [
+          secretReader(database.urlSecret),
+          secretReader(secrets.encryptionKeysSecret),
+          ...(config.alertWebhookUrl ? [secretReader(secrets.alertSecret)] : []),
+        ],
         // The owner's URL, and the application URL for the role's password.
         migrate: [secretReader(database.adminUrlSecret), secretReader(database.urlSecret)],
+        // The database as webhooks_app, its bootstrap token, the keys of the subscriptions' secrets.
+        management: [secretReader(database.urlSecret), secretReader(secrets.adminTokenSecret), secretReader(secrets.encryptionKeysSecret)],
       },
     });
 
@@ -92,6 +108,7 @@ export class AzureWebhooksStack extends TerraformStack {
     const claimCheckSettings = { WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: claimChecks.accountUrl, WEBHOOKS_CLAIM_CHECK_CONTAINER: CLAIM_CHECK_CONTAINER };
     // Flexible Server's certificate chains to public roots in Node's own store (docs/clouds.md).
     const databaseSettings = { DATABASE_URL: secrets.reference(DATABASE_URL_SECRET), WEBHOOKS_DATABASE_TLS: "verify-full" };
+    const encryptionSettings = { ENCRYPTION_KEYS: secrets.reference(ENCRYPTION_KEYS_SECRET_NAME) };
     const app = (id: string, fn: FunctionName, appSettings: Record<string, string>, inVnet: boolean, scaleLimit?: number) =>
       new NodeFunctionApp(this, id, {
         ...where,
@@ -120,6 +137,7 @@ export class AzureWebhooksStack extends TerraformStack {
         ...busSettings("processor"),
         ...claimCheckSettings,
         ...databaseSettings,
+        ...encryptionSettings,
         PARTNERS: secrets.reference(PARTNER_SECRETS_NAME),
         // Failures before the inbox are retried with a growing delay this many times, then dead-lettered.
         WEBHOOKS_RETRY_MAX_ATTEMPTS: String(config.maxDeliveryAttempts),
@@ -136,6 +154,7 @@ export class AzureWebhooksStack extends TerraformStack {
       "relay",
       {
         ...databaseSettings,
+        ...encryptionSettings,
         ...alerts,
         WEBHOOKS_RELAY_SCHEDULE: `0 */${config.relayIntervalMinutes} * * * *`,
         WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayBudgetSeconds(config.relayTimeoutSeconds)),
@@ -155,8 +174,27 @@ export class AzureWebhooksStack extends TerraformStack {
       true,
       1,
     );
+    const management = app(
+      "management",
+      "management",
+      {
+        ...databaseSettings,
+        ...encryptionSettings,
+        ADMIN_TOKEN: secrets.reference(ADMIN_TOKEN_SECRET_NAME),
+        WEBHOOKS_MANAGEMENT_BASE_PATH: AZURE_MANAGEMENT_BASE_PATH,
+      },
+      true,
+    );
 
     new TerraformOutput(this, "ingest_url", { value: `https://${ingest.app.defaultHostname}/api/webhooks/{partner}` });
+    new TerraformOutput(this, "management_url", {
+      value: `https://${management.app.defaultHostname}${AZURE_MANAGEMENT_BASE_PATH}`,
+      description: "The management API (webhooks --url <this>) and admin page (<this>/admin)",
+    });
+    new TerraformOutput(this, "admin_token_command", {
+      value: `az keyvault secret show --vault-name ${secrets.vault.name} --name ${ADMIN_TOKEN_SECRET_NAME} --query value -o tsv`,
+      description: "Prints the management API's admin token",
+    });
     new TerraformOutput(this, "queue_name", { value: bus.queue.name });
     new TerraformOutput(this, "dead_letter_queue_name", { value: `${bus.queue.name}/$DeadLetterQueue` });
     new TerraformOutput(this, "database_endpoint", { value: database.fqdn });

@@ -1,7 +1,8 @@
 /**
  * One user-assigned identity per function, and the role assignments that are all it may do:
  * send and/or receive on the one queue, read the secrets it needs, write (ingest) or read
- * (processor) the claim-check container. User-assigned (not system-assigned) so the roles exist
+ * (processor) the claim-check container. The management app reads only the database URL, its admin
+ * token and the encryption keys. User-assigned (not system-assigned) so the roles exist
  * before the app starts and resolves its Key Vault references; `propagated` is what an app must
  * wait for (RBAC takes minutes to apply, and Key Vault references are resolved at start).
  */
@@ -36,7 +37,7 @@ export class ManagedIdentities extends Construct {
         assignments.push(new RoleAssignment(this, `${fn}-grant${i}`, { scope: grant.scope, roleDefinitionName: grant.role, principalId: identity.principalId })));
       return identity;
     };
-    this.identities = { ingest: make("ingest"), processor: make("processor"), relay: make("relay"), migrate: make("migrate") };
+    this.identities = { ingest: make("ingest"), processor: make("processor"), relay: make("relay"), migrate: make("migrate"), management: make("management") };
     this.propagated = new RbacPropagation(this, "propagation", assignments).done;
   }
 }

@@ -32,9 +32,18 @@ export function pushDeliveryAttempts(config: StackConfig): number {
 
 export const pushRetryPolicy = { minimumBackoff: `${PUSH_MIN_BACKOFF_SECONDS}s`, maximumBackoff: `${PUSH_MAX_BACKOFF_SECONDS}s` };
 
+/**
+ * The management API: at most this many instances, each serving this many requests at once over
+ * a pool of MANAGEMENT_POOL connections (its queries are short; a burst of operators waits a
+ * little rather than take connections from the processor).
+ */
+export const MANAGEMENT_MAX_INSTANCES = 2;
+export const MANAGEMENT_REQUEST_CONCURRENCY = 8;
+const MANAGEMENT_POOL = 2;
+
 /** Connections each function's pool may open. */
-export function poolSizes(config: StackConfig): { processor: number; relay: number; migrate: number } {
-  return { processor: config.gcpProcessorRequestConcurrency, relay: 2, migrate: 1 };
+export function poolSizes(config: StackConfig): { processor: number; relay: number; migrate: number; management: number } {
+  return { processor: config.gcpProcessorRequestConcurrency, relay: 2, migrate: 1, management: MANAGEMENT_POOL };
 }
 
 /** Connections Cloud SQL keeps for its own maintenance and superusers (`superuser_reserved_connections` and cloudsqladmin). */
@@ -43,10 +52,12 @@ const RESERVED_CONNECTIONS = 10;
 /** Every pool at its largest, at once; throws StackConfigError when that exceeds `cloudSqlMaxConnections`. */
 export function checkConnectionBudget(config: StackConfig): number {
   const pools = poolSizes(config);
-  const total = config.processorConcurrency * pools.processor + pools.relay + pools.migrate;
+  const management = MANAGEMENT_MAX_INSTANCES * pools.management;
+  const total = config.processorConcurrency * pools.processor + pools.relay + pools.migrate + management;
   if (total + RESERVED_CONNECTIONS > config.cloudSqlMaxConnections) {
     throw new StackConfigError(
-      `GCP: ${config.processorConcurrency} processor instances × ${pools.processor} connections + relay ${pools.relay} + migrate ${pools.migrate} = ${total} ` +
+      `GCP: ${config.processorConcurrency} processor instances × ${pools.processor} connections + relay ${pools.relay} + migrate ${pools.migrate} ` +
+        `+ management ${MANAGEMENT_MAX_INSTANCES} × ${pools.management} = ${total} ` +
         `connections, over cloudSqlMaxConnections ${config.cloudSqlMaxConnections} less ${RESERVED_CONNECTIONS} reserved. ` +
         "Lower processorConcurrency or gcpProcessorRequestConcurrency, or raise cloudSqlMaxConnections (with a tier that has the memory for it).",
     );

@@ -1,7 +1,8 @@
 /**
  * The GCP target: API Gateway (google-beta) → ingest Cloud Run function → Pub/Sub push →
- * processor function; Cloud Scheduler → relay function; a migrate function the deploy runs once
- * (Cloud Scheduler job); Cloud SQL on a private IP; Secret Manager; one service account per role.
+ * processor function; the same gateway's `/api/**` → the management function; Cloud Scheduler →
+ * relay function; a migrate function the deploy runs once (Cloud Scheduler job); Cloud SQL on a
+ * private IP; Secret Manager; one service account per role.
  */
 import { TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
 import type { Construct } from "constructs";
@@ -9,8 +10,16 @@ import { DataGoogleProject } from "@cdktf/provider-google/lib/data-google-projec
 import { GoogleProvider } from "@cdktf/provider-google/lib/provider/index.js";
 import { GoogleBetaProvider } from "@cdktf/provider-google-beta/lib/provider/index.js";
 import type { CloudStackProps } from "../aws/awsWebhooksStack.js";
-import { ApiGatewayIngress } from "./apiGatewayIngress.js";
-import { checkConnectionBudget, GCP_MAX_INBOUND_BODY_BYTES, poolSizes, pushDeliveryAttempts, relayTiming } from "./capacity.js";
+import { ApiGatewayIngress, GCP_MANAGEMENT_BASE_PATH } from "./apiGatewayIngress.js";
+import {
+  checkConnectionBudget,
+  GCP_MAX_INBOUND_BODY_BYTES,
+  MANAGEMENT_MAX_INSTANCES,
+  MANAGEMENT_REQUEST_CONCURRENCY,
+  poolSizes,
+  pushDeliveryAttempts,
+  relayTiming,
+} from "./capacity.js";
 import { ClaimCheckBucket } from "./claimCheckBucket.js";
 import { CloudRunFunction, type CloudRunFunctionProps } from "./cloudRunFunction.js";
 import { CloudSqlDatabase } from "./cloudSqlDatabase.js";
@@ -25,7 +34,7 @@ import { labelResources, stackLabels } from "./resourceLabels.js";
 import { SecretManagerSecrets } from "./secretManagerSecrets.js";
 import { ServiceAccounts } from "./serviceAccounts.js";
 
-type GcpFunction = "ingest" | "processor" | "relay" | "migrate";
+type GcpFunction = "ingest" | "processor" | "relay" | "migrate" | "management";
 
 export class GcpWebhooksStack extends TerraformStack {
   constructor(scope: Construct, id: string, props: CloudStackProps) {
@@ -65,17 +74,23 @@ export class GcpWebhooksStack extends TerraformStack {
     // Each function waits for its secrets' grants and first versions (see CloudRunFunctionProps).
     const partnerVersion = secrets.partnerSecretVersion;
     const urlVersion = database.urlSecretVersion;
+    const { adminToken, encryptionKeys } = secrets;
     const secretDeps = {
       ingest: [secrets.allow(secrets.partnerSecret, "ingest", accounts.emails.ingest), partnerVersion],
       processor: [
         secrets.allow(database.urlSecret, "processor", accounts.emails.processor),
         secrets.allow(secrets.partnerSecret, "processor", accounts.emails.processor),
+        secrets.allow(encryptionKeys.secret, "processor", accounts.emails.processor),
         urlVersion,
         partnerVersion,
+        encryptionKeys.version,
       ],
       relay: [
         secrets.allow(database.urlSecret, "relay", accounts.emails.relay),
         urlVersion,
+        // The keys of the subscriptions' signing secrets, encrypted at rest (issue 17).
+        secrets.allow(encryptionKeys.secret, "relay", accounts.emails.relay),
+        encryptionKeys.version,
         ...(alerts ? [secrets.allow(alerts.secret, "relay", accounts.emails.relay), alerts.version] : []),
       ],
       migrate: [
@@ -83,6 +98,14 @@ export class GcpWebhooksStack extends TerraformStack {
         secrets.allow(database.urlSecret, "migrate", accounts.emails.migrate),
         database.adminUrlSecretVersion,
         urlVersion,
+      ],
+      management: [
+        secrets.allow(database.urlSecret, "management", accounts.emails.management),
+        secrets.allow(adminToken.secret, "management", accounts.emails.management),
+        secrets.allow(encryptionKeys.secret, "management", accounts.emails.management),
+        urlVersion,
+        adminToken.version,
+        encryptionKeys.version,
       ],
     };
     // The Cloud SQL server certificate names the instance, not the private IP: verify the chain
@@ -123,7 +146,8 @@ export class GcpWebhooksStack extends TerraformStack {
       },
       // PARTNERS for the partners' forward destinations (the processor enqueues each forwarded event
       // in the inbox write's transaction); it never verifies: ingest did, before publishing.
-      secrets: { DATABASE_URL: database.urlSecret, PARTNERS: secrets.partnerSecret },
+      // ENCRYPTION_KEYS: a forwarding partner's subscription secrets are written encrypted (issue 17).
+      secrets: { DATABASE_URL: database.urlSecret, PARTNERS: secrets.partnerSecret, ENCRYPTION_KEYS: encryptionKeys.secret },
       // Private ranges only: the database via the connector, Google APIs directly.
       vpc: privateRanges,
     }));
@@ -154,7 +178,7 @@ export class GcpWebhooksStack extends TerraformStack {
           ...databaseTls,
           ...(config.alertWebhookUrl ? { ALERT_WEBHOOK_URL: config.alertWebhookUrl } : {}),
         },
-        secrets: { DATABASE_URL: database.urlSecret, ...(alerts ? { ALERT_WEBHOOK_SECRET: alerts.secret } : {}) },
+        secrets: { DATABASE_URL: database.urlSecret, ENCRYPTION_KEYS: encryptionKeys.secret, ...(alerts ? { ALERT_WEBHOOK_SECRET: alerts.secret } : {}) },
         // All traffic through the connector and Cloud NAT: deliveries leave from the static NAT IP.
         vpc: { connectorId: network.connectorId, egress: "ALL_TRAFFIC" },
       }),
@@ -190,6 +214,20 @@ export class GcpWebhooksStack extends TerraformStack {
         },
         secrets: { PARTNERS: secrets.partnerSecret },
       }),
+      management: new CloudRunFunction(this, "management", fnProps("management", {
+        timeoutSeconds: 60,
+        maxInstances: MANAGEMENT_MAX_INSTANCES,
+        requestConcurrency: MANAGEMENT_REQUEST_CONCURRENCY,
+        environment: {
+          GOOGLE_CLOUD_PROJECT: project,
+          WEBHOOKS_DB_POOL_MAX: String(pools.management),
+          WEBHOOKS_MANAGEMENT_BASE_PATH: GCP_MANAGEMENT_BASE_PATH,
+          ...databaseTls,
+        },
+        secrets: { DATABASE_URL: database.urlSecret, ADMIN_TOKEN: adminToken.secret, ENCRYPTION_KEYS: encryptionKeys.secret },
+        // The database through the connector; Google APIs directly.
+        vpc: privateRanges,
+      })),
     });
     queue.allowPublisher("ingest", accounts.emails.ingest);
     claimChecks.allow("ingest", "roles/storage.objectCreator", accounts.emails.ingest);
@@ -201,6 +239,11 @@ export class GcpWebhooksStack extends TerraformStack {
     labelResources(this, labels);
 
     new TerraformOutput(this, "ingest_url", { value: ingress.url });
+    new TerraformOutput(this, "management_url", { value: ingress.managementUrl, description: "The management API (webhooks --url <this>) and admin page (<this>/admin)" });
+    new TerraformOutput(this, "admin_token_command", {
+      value: `gcloud secrets versions access latest --secret=${adminToken.secret.secretId} --project=${project}`,
+      description: "Prints the management API's admin token",
+    });
     new TerraformOutput(this, "queue_name", { value: queue.topic.name, description: "Pub/Sub topic" });
     new TerraformOutput(this, "subscription_name", { value: queue.subscription.name });
     new TerraformOutput(this, "dead_letter_queue_name", { value: queue.deadLetterTopic.name });

@@ -2,18 +2,31 @@
  * Secret Manager secrets, read by the functions as secret environment variables (resolved by
  * the platform at start, never plain values). The partner secret gets an empty `{}` first
  * version so functions can deploy; the operator adds the real version
- * (`gcloud secrets versions add`), which Terraform then leaves alone.
+ * (`gcloud secrets versions add`), which Terraform then leaves alone. The management API's admin
+ * token and the database secrets' encryption keys get a generated first version, written through
+ * the write-only `secret_data_wo` (stacks/generatedSecrets.ts), so it is not in Terraform state.
  */
 import { Fn } from "cdktf";
 import { Construct } from "constructs";
 import { SecretManagerSecret } from "@cdktf/provider-google/lib/secret-manager-secret/index.js";
 import { SecretManagerSecretIamMember } from "@cdktf/provider-google/lib/secret-manager-secret-iam-member/index.js";
 import { SecretManagerSecretVersion } from "@cdktf/provider-google/lib/secret-manager-secret-version/index.js";
+import { generatedAdminToken, generatedEncryptionKeys, WRITE_ONLY_VERSION } from "../generatedSecrets.js";
+
+export interface GeneratedSecret {
+  secret: SecretManagerSecret;
+  /** Functions read "latest" at deploy time, so they wait for this first version. */
+  version: SecretManagerSecretVersion;
+}
 
 export class SecretManagerSecrets extends Construct {
   readonly partnerSecret: SecretManagerSecret;
   /** Functions read "latest" at deploy time, so they wait for the first version. */
   readonly partnerSecretVersion: SecretManagerSecretVersion;
+  /** The management API's bootstrap admin token (ADMIN_TOKEN). */
+  readonly adminToken: GeneratedSecret;
+  /** ENCRYPTION_KEYS of the subscriptions' secrets (issue 17). */
+  readonly encryptionKeys: GeneratedSecret;
 
   constructor(scope: Construct, id: string, private readonly props: { prefix: string }) {
     super(scope, id);
@@ -23,6 +36,20 @@ export class SecretManagerSecrets extends Construct {
       secretData: "{}",
       lifecycle: { ignoreChanges: ["secret_data", "enabled"] },
     });
+    this.adminToken = this.generated("admin-token", generatedAdminToken());
+    this.encryptionKeys = this.generated("encryption-keys", generatedEncryptionKeys());
+  }
+
+  /** A secret whose first version Terraform generates and sends once, without keeping it. */
+  private generated(name: string, value: string): GeneratedSecret {
+    const secret = this.secret(name);
+    const version = new SecretManagerSecretVersion(this, `${name}-initial`, {
+      secret: secret.id,
+      secretDataWo: value,
+      secretDataWoVersion: WRITE_ONLY_VERSION,
+      lifecycle: { ignoreChanges: ["enabled"] },
+    });
+    return { secret, version };
   }
 
   /**

@@ -9,13 +9,14 @@ import { Construct } from "constructs";
 import { ProjectIamMember } from "@cdktf/provider-google/lib/project-iam-member/index.js";
 import { ServiceAccount } from "@cdktf/provider-google/lib/service-account/index.js";
 
-export type Account = "ingest" | "processor" | "relay" | "migrate" | "build" | "push" | "scheduler" | "gateway";
+export type Account = "ingest" | "processor" | "relay" | "migrate" | "management" | "build" | "push" | "scheduler" | "gateway";
 
 const PROJECT_ROLES: Record<Account, string[]> = {
   ingest: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
   processor: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
   relay: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
   migrate: ["roles/logging.logWriter"],
+  management: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
   // Cloud Build for the functions' source: write build logs and push the image.
   build: ["roles/logging.logWriter", "roles/artifactregistry.writer"],
   // Identities that only mint OIDC tokens to call one function each: no project role.

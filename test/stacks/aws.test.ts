@@ -52,7 +52,7 @@ describe("AWS stack: workers and relay", () => {
 
   it("runs every function on Node 22 with X-Ray tracing and a retained log group", () => {
     const functions = resourcesOf(json, "aws_lambda_function");
-    expect(functions.map((f) => f.body.function_name).sort()).toEqual(["hooktest-ingest", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
+    expect(functions.map((f) => f.body.function_name).sort()).toEqual(["hooktest-ingest", "hooktest-management", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
     const groups = resourcesOf(json, "aws_cloudwatch_log_group");
     for (const f of functions) {
       expect(f.body.runtime).toBe("nodejs22.x");
@@ -120,14 +120,20 @@ describe("AWS stack: secrets and identities", () => {
     for (const f of resourcesOf(json, "aws_lambda_function")) {
       const variables = block(f.body.environment).variables as Record<string, string>;
       for (const [key, value] of Object.entries(variables)) {
-        expect(key).not.toMatch(/PASSWORD|TOKEN|KEY$|^SECRET$/);
+        // A `…_SECRET_ARN` names where a secret is (WEBHOOKS_ADMIN_TOKEN_SECRET_ARN): an ARN, never the value.
+        if (key.endsWith("_SECRET_ARN")) expect(value).toMatch(/^\$\{aws_secretsmanager_secret\.[^}]+\.arn\}$|master_user_secret\[0\]\.secret_arn\}$/);
+        else expect(key).not.toMatch(/PASSWORD|TOKEN|KEY$|KEYS$|^SECRET$/);
         expect(value).not.toMatch(/whsec_|password=|:\/\/[^/]*:[^@]*@/);
       }
     }
     const processorEnv = block(resourceAt(json, "aws_lambda_function", "workers/processor/function").body.environment).variables as Record<string, string>;
     expect(processorEnv.WEBHOOKS_DATABASE_SECRET_ARN).toBeUndefined();
-    expect(resourcesOf(json, "aws_secretsmanager_secret")).toHaveLength(1);
-    expect(resourcesOf(json, "aws_secretsmanager_secret_version")).toHaveLength(0);
+    // Partners (operator-filled), the admin token and the encryption keys (generated, write-only).
+    expect(resourcesOf(json, "aws_secretsmanager_secret").map((s) => String(s.body.name).split("/")[1]).sort()).toEqual(["admin-token", "encryption-keys", "partner-signing-secrets"]);
+    for (const version of resourcesOf(json, "aws_secretsmanager_secret_version")) {
+      expect(version.body.secret_string, version.path).toBeUndefined();
+      expect(version.body.secret_string_wo, version.path).toMatch(/uuid\(\)/);
+    }
   });
 
   it("grants no wildcard action, and no wildcard resource on data services", () => {
@@ -176,7 +182,7 @@ describe("AWS stack: ingress, observability, outputs", () => {
 
   it("builds one construct per component", () => {
     const components = new Set(allResources(json).map((r) => r.component));
-    expect([...components].sort()).toEqual(["claim-checks", "database", "identities", "ingress", "migration", "network", "observability", "queue", "relay", "secrets", "workers"]);
+    expect([...components].sort()).toEqual(["claim-checks", "database", "identities", "ingress", "management", "migration", "network", "observability", "queue", "relay", "secrets", "workers"]);
   });
 });
 
@@ -207,20 +213,24 @@ describe("AWS stack: issue 12 fixes", () => {
     // No ChangeMessageVisibility (a deferral re-sends with a delay), no PutObject; the partner secret
     // for the partners' forward destinations (the processor never verifies unless ingress is direct).
     expect(actionsOf(json, "processor")).toEqual([
-      ...eni, ...logs, "rds-db:connect", "s3:GetObject", "secretsmanager:GetSecretValue",
+      ...eni, ...logs, "rds-db:connect", "s3:GetObject", "secretsmanager:GetSecretValue", "secretsmanager:GetSecretValue",
       "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:SendMessage", ...xray,
     ].sort());
-    expect(actionsOf(json, "relay")).toEqual([...eni, ...logs, "rds-db:connect", ...xray].sort());
+    // The encryption keys of the subscriptions' signing secrets (issue 17).
+    expect(actionsOf(json, "relay")).toEqual([...eni, ...logs, "rds-db:connect", "secretsmanager:GetSecretValue", ...xray].sort());
+    expect(actionsOf(json, "management")).toEqual([...eni, ...logs, "rds-db:connect", "secretsmanager:GetSecretValue", "secretsmanager:GetSecretValue", ...xray].sort());
     expect(actionsOf(json, "migrate")).toEqual([...eni, ...logs, "secretsmanager:GetSecretValue", ...xray].sort());
     // The processor's two sends: the deferral copy to the queue, the explicit dead letter to the DLQ.
     const sends = policyOf(json, "processor").filter((s) => asList(s.Action).includes("sqs:SendMessage")).map((s) => s.Resource);
     const queue = resourceAt(json, "aws_sqs_queue", "queue/queue");
     const dlq = resourceAt(json, "aws_sqs_queue", "queue/dlq");
     expect(sends).toEqual([`\${${queue.type}.${queue.name}.arn}`, `\${${dlq.type}.${dlq.name}.arn}`]);
-    // The one secret the processor reads is the partners' (direct ingress or not).
+    // The secrets the processor reads: the partners' (direct ingress or not) and the encryption keys
+    // (a forwarding partner's subscription secrets are written encrypted, issue 17).
     const reads = policyOf(json, "processor").filter((s) => asList(s.Action).includes("secretsmanager:GetSecretValue")).map((s) => s.Resource);
     const partners = resourcesOf(json, "aws_secretsmanager_secret").find((r) => String(r.body.name).endsWith("/partner-signing-secrets"))!;
-    expect(reads).toEqual([`\${${partners.type}.${partners.name}.arn}`]);
+    const keys = resourceAt(json, "aws_secretsmanager_secret", "secrets/encryption-keys");
+    expect(reads).toEqual([`\${${partners.type}.${partners.name}.arn}`, `\${${keys.type}.${keys.name}.arn}`]);
   });
 
   it("#7 dead letters reach an e-mail (to confirm) and the platform's alerts a signed webhook", () => {
@@ -234,9 +244,11 @@ describe("AWS stack: issue 12 fixes", () => {
     expect(relayEnv.ALERT_WEBHOOK_URL).toBe("https://alerts.example.com/hooks");
     const secret = resourceAt(alerting, "aws_secretsmanager_secret", "secrets/alert-webhook-secret");
     expect(references(relayEnv.WEBHOOKS_ALERT_SECRET_ARN, secret, "arn")).toBe(true);
-    expect(resourcesOf(alerting, "aws_secretsmanager_secret_version")).toHaveLength(0);
+    // Terraform never writes the alert secret's value (the operator does).
+    expect(resourcesOf(alerting, "aws_secretsmanager_secret_version").filter((v) => references(v.body.secret_id, secret, "id"))).toHaveLength(0);
     const reads = policyOf(alerting, "relay").filter((s) => asList(s.Action).includes("secretsmanager:GetSecretValue"));
-    expect(reads.map((s) => s.Resource)).toEqual([`\${${secret.type}.${secret.name}.arn}`]);
+    const keys = resourceAt(alerting, "aws_secretsmanager_secret", "secrets/encryption-keys");
+    expect(reads.map((s) => s.Resource)).toEqual([`\${${keys.type}.${keys.name}.arn}`, `\${${secret.type}.${secret.name}.arn}`]);
     expect(env(json, "relay/relay/function").ALERT_WEBHOOK_URL).toBeUndefined();
   });
 
@@ -309,5 +321,80 @@ describe("AWS stack: issue 12 fixes", () => {
 
   it("#18 outputs the NAT gateway's static egress IP", () => {
     expect(references(json.output?.egress_ip?.value, resourceAt(json, "aws_eip", "network/nat-ip"), "public_ip")).toBe(true);
+  });
+});
+
+describe("AWS stack: issue 13: management function", () => {
+  const fn = () => resourceAt(json, "aws_lambda_function", "management/management/function");
+  const env = () => block(fn().body.environment).variables as Record<string, string>;
+  const secret = (name: string) => resourceAt(json, "aws_secretsmanager_secret", `secrets/${name}`);
+  const arnOf = (r: SynthResource) => `\${${r.type}.${r.name}.arn}`;
+
+  it("serves ANY /api/{proxy+} on the ingress's HTTP API with the management Lambda (payload 2.0), beside POST /webhooks/{partner}", () => {
+    const api = resourceAt(json, "aws_apigatewayv2_api", "ingress/api");
+    const route = resourceAt(json, "aws_apigatewayv2_route", "management/route");
+    const integration = resourceAt(json, "aws_apigatewayv2_integration", "management/integration");
+    expect(route.body.route_key).toBe("ANY /api/{proxy+}");
+    expect(references(route.body.api_id, api, "id")).toBe(true);
+    expect(String(route.body.target)).toBe(`integrations/\${${integration.type}.${integration.name}.id}`);
+    expect(integration.body).toMatchObject({ integration_type: "AWS_PROXY", payload_format_version: "2.0", timeout_milliseconds: 30_000 });
+    expect(references(integration.body.integration_uri, fn(), "invoke_arn")).toBe(true);
+    // The function answers before the gateway gives up.
+    expect(Number(fn().body.timeout)).toBeLessThan(30);
+    expect(resourcesOf(json, "aws_apigatewayv2_route").map((r) => r.body.route_key).sort()).toEqual(["ANY /api/{proxy+}", "POST /webhooks/{partner}"]);
+    // API Gateway may invoke it for that route's requests only.
+    const permission = resourceAt(json, "aws_lambda_permission", "management/invoke");
+    expect(references(permission.body.function_name, fn(), "function_name")).toBe(true);
+    expect(permission.body).toMatchObject({ principal: "apigateway.amazonaws.com", source_arn: `\${${api.type}.${api.name}.execution_arn}/*/*/api/*` });
+  });
+
+  it("outputs management_url (the stage URL + api) and where the admin token is", () => {
+    const stage = resourceAt(json, "aws_apigatewayv2_stage", "ingress/stage");
+    expect(json.output!.management_url!.value).toBe(`\${${stage.type}.${stage.name}.invoke_url}api`);
+    expect(json.output!.admin_token_secret_arn!.value).toBe(arnOf(secret("admin-token")));
+    expect(env().WEBHOOKS_MANAGEMENT_BASE_PATH).toBe("/api");
+  });
+
+  it("logs in as webhooks_app like the relay, in the private subnets, after the migration", () => {
+    const relay = block(resourceAt(json, "aws_lambda_function", "relay/relay/function").body.environment).variables as Record<string, string>;
+    for (const name of ["WEBHOOKS_DATABASE_HOST", "WEBHOOKS_DATABASE_PORT", "WEBHOOKS_DATABASE_NAME", "WEBHOOKS_DATABASE_USER", "WEBHOOKS_DATABASE_TLS", "NODE_EXTRA_CA_CERTS"]) {
+      expect(env()[name], name).toBe(relay[name]);
+    }
+    expect(env().WEBHOOKS_DATABASE_SECRET_ARN).toBeUndefined();
+    const vpc = block(fn().body.vpc_config);
+    expect(vpc.subnet_ids).toHaveLength(2);
+    expect(references((vpc.security_group_ids as string[])[0], resourceAt(json, "aws_security_group", "network/workers-sg"), "id")).toBe(true);
+    const migrationDone = resourcesOf(json, "aws_lambda_invocation")[0]!;
+    expect((fn().body.depends_on as string[]).some((d) => d.includes(migrationDone.name))).toBe(true);
+  });
+
+  it("may read exactly its admin token and the encryption keys, and connect as webhooks_app: no queue, bucket or partners", () => {
+    const policy = statements(resourceAt(json, "aws_iam_role_policy", "identities/management-policy").body.policy);
+    const reads = policy.filter((s) => asList(s.Action).includes("secretsmanager:GetSecretValue")).map((s) => s.Resource);
+    expect(reads).toEqual([arnOf(secret("admin-token")), arnOf(secret("encryption-keys"))]);
+    const actions = policy.flatMap((s) => asList(s.Action));
+    expect(actions.filter((a) => /^(sqs|s3):/.test(a))).toEqual([]);
+    expect(String(resourceAt(json, "aws_iam_role_policy", "identities/management-policy").body.policy)).not.toContain(secret("partner-secrets").name);
+    expect(references(fn().body.role, resourceAt(json, "aws_iam_role", "identities/management-role"), "arn")).toBe(true);
+  });
+
+  it("generates the admin token and the encryption keys at the first apply, write-only (never in state), and hands them over as ARNs", () => {
+    const versionOf = (name: string) => resourcesOf(json, "aws_secretsmanager_secret_version").find((v) => references(v.body.secret_id, secret(name), "id"))!;
+    expect(versionOf("admin-token").body).toMatchObject({ secret_string_wo: '${sha256("${uuid()}${uuid()}${uuid()}")}', secret_string_wo_version: 1 });
+    expect(String(versionOf("encryption-keys").body.secret_string_wo)).toBe('k${formatdate("YYYYMMDD", timestamp())}:${base64sha256("${uuid()}${uuid()}${uuid()}")}');
+    // An operator's later version stays current.
+    expect(block(versionOf("admin-token").body.lifecycle).ignore_changes).toEqual(["version_stages"]);
+    expect(env().WEBHOOKS_ADMIN_TOKEN_SECRET_ARN).toBe(arnOf(secret("admin-token")));
+    expect(env().WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN).toBe(arnOf(secret("encryption-keys")));
+    const relayEnv = block(resourceAt(json, "aws_lambda_function", "relay/relay/function").body.environment).variables as Record<string, string>;
+    expect(relayEnv.WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN).toBe(arnOf(secret("encryption-keys")));
+    expect(relayEnv.WEBHOOKS_ADMIN_TOKEN_SECRET_ARN).toBeUndefined();
+    const processorEnv = block(resourceAt(json, "aws_lambda_function", "workers/processor/function").body.environment).variables as Record<string, string>;
+    expect(processorEnv.WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN).toBe(arnOf(secret("encryption-keys")));
+    const keyReaders = resourcesOf(json, "aws_iam_role_policy").filter((p) => String(p.body.policy).includes(arnOf(secret("encryption-keys"))));
+    expect(keyReaders.map((p) => p.path.split("/").pop()).sort()).toEqual(["management-policy", "processor-policy", "relay-policy"]);
+    // Only the management role reads the token.
+    const readers = resourcesOf(json, "aws_iam_role_policy").filter((p) => String(p.body.policy).includes(arnOf(secret("admin-token"))));
+    expect(readers.map((p) => p.path.split("/").pop())).toEqual(["management-policy"]);
   });
 });

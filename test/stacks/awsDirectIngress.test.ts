@@ -11,23 +11,23 @@ beforeAll(() => {
 
 describe("AWS stack, direct API Gateway → SQS mode", () => {
   it("sends the body to the queue with the SQS-SendMessage integration and no ingest Lambda", () => {
-    const integration = resourcesOf(json, "aws_apigatewayv2_integration")[0]!.body;
+    const integration = resourceAt(json, "aws_apigatewayv2_integration", "ingress/integration").body;
     expect(integration.integration_subtype).toBe("SQS-SendMessage");
     const params = integration.request_parameters as Record<string, string>;
     expect(references(params.QueueUrl, resourceAt(json, "aws_sqs_queue", "queue/queue"), "url")).toBe(true);
     expect(params.MessageBody).toBe("$request.body");
-    expect(resourcesOf(json, "aws_lambda_function").map((f) => f.body.function_name).sort()).toEqual(["hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
+    expect(resourcesOf(json, "aws_lambda_function").map((f) => f.body.function_name).sort()).toEqual(["hooktest-management", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
   });
 
   it("carries the partner and the signature headers as message attributes, escaped for Terraform", () => {
-    const params = resourcesOf(json, "aws_apigatewayv2_integration")[0]!.body.request_parameters as Record<string, string>;
+    const params = resourceAt(json, "aws_apigatewayv2_integration", "ingress/integration").body.request_parameters as Record<string, string>;
     const attributes = JSON.parse(params.MessageAttributes!) as Record<string, { StringValue: string }>;
     expect(attributes.partner!.StringValue).toBe("$${request.path.partner}");
     for (const header of DIRECT_MODE_HEADERS) expect(attributes[header]!.StringValue).toBe(`$\${request.header.${header}}`);
   });
 
   it("uses an API Gateway role that may only send to the queue, and tells the processor to verify", () => {
-    const integration = resourcesOf(json, "aws_apigatewayv2_integration")[0]!.body;
+    const integration = resourceAt(json, "aws_apigatewayv2_integration", "ingress/integration").body;
     const role = resourcesOf(json, "aws_iam_role").find((r) => references(integration.credentials_arn, r, "arn"))!;
     expect(String(role.body.assume_role_policy)).toContain("apigateway.amazonaws.com");
     const policy = resourcesOf(json, "aws_iam_role_policy").find((p) => String(p.body.role).includes(role.name))!;

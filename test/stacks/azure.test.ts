@@ -13,7 +13,7 @@ beforeAll(() => {
 
 const app = (id: string) => resourceAt(json, "azurerm_linux_function_app", `${id}/app`).body;
 const settings = (id: string) => app(id).app_settings as Record<string, string>;
-const APPS = ["ingress", "workers", "relay", "migrate"];
+const APPS = ["ingress", "workers", "relay", "migrate", "management"];
 const dependsOn = (r: { body: Record<string, unknown> }) => (r.body.depends_on ?? []) as string[];
 const ref = (r: { type: string; name: string }) => `${r.type}.${r.name}`;
 /** The roles a function's identity holds, by construct path (`identities/<fn>-grant<i>`). */
@@ -82,7 +82,7 @@ describe("Azure stack: database", () => {
 });
 
 describe("Azure stack: functions, secrets and identities", () => {
-  it("runs four Node 22 Function Apps with their own user-assigned identity", () => {
+  it("runs five Node 22 Function Apps with their own user-assigned identity", () => {
     for (const id of APPS) {
       const a = app(id);
       expect(block(block(a.site_config).application_stack).node_version).toBe("22");
@@ -96,7 +96,7 @@ describe("Azure stack: functions, secrets and identities", () => {
   it("puts secrets in app settings only as Key Vault references", () => {
     for (const id of APPS) {
       for (const [key, value] of Object.entries(settings(id))) {
-        if (/DATABASE_URL|DATABASE_ADMIN_URL|PARTNERS|SECRET|PASSWORD/.test(key)) expect(value, key).toMatch(/^@Microsoft\.KeyVault\(/);
+        if (/DATABASE_URL|DATABASE_ADMIN_URL|PARTNERS|SECRET|PASSWORD|TOKEN|ENCRYPTION_KEYS/.test(key)) expect(value, key).toMatch(/^@Microsoft\.KeyVault\(/);
         expect(value, key).not.toMatch(/var\.db_(admin|app)_password/);
       }
     }
@@ -122,12 +122,14 @@ describe("Azure stack: functions, secrets and identities", () => {
       else {
         expect(g.body.role_definition_name).toBe("Key Vault Secrets User");
         const secret = resourcesOf(json, "azurerm_key_vault_secret").find((k) => references(g.body.scope, k, "resource_versionless_id"));
-        expect(["database-url", "database-admin-url", "partner-signing-secrets", "alert-webhook-secret"]).toContain(secret?.body.name);
+        expect(["database-url", "database-admin-url", "partner-signing-secrets", "alert-webhook-secret", "admin-token", "encryption-keys"]).toContain(secret?.body.name);
       }
     }
     const names = (fn: string) => rolesOf(fn).map((g) => g.body.role_definition_name).sort();
     expect(names("ingest")).toEqual(["Azure Service Bus Data Sender", "Key Vault Secrets User", "Storage Blob Data Contributor"]);
-    expect(names("relay")).toEqual(["Key Vault Secrets User"]);
+    // The database URL and the encryption keys of the subscriptions' secrets (issue 17).
+    expect(names("relay")).toEqual(["Key Vault Secrets User", "Key Vault Secrets User"]);
+    expect(readsSecret("relay", "encryption-keys")).toBe(true);
     expect(readsSecret("relay", "alert-webhook-secret")).toBe(false); // no alertWebhookUrl in this config
     expect(names("migrate")).toEqual(["Key Vault Secrets User", "Key Vault Secrets User"]);
   });
@@ -261,7 +263,57 @@ describe("Azure stack: observability and outputs", () => {
   it("builds one construct per component", () => {
     const components = new Set(allResources(json).map((r) => r.component));
     expect([...components].sort()).toEqual(
-      ["claim-checks", "database", "group", "hosting", "identities", "ingress", "migrate", "network", "observability", "queue", "relay", "secrets", "workers"],
+      ["claim-checks", "database", "group", "hosting", "identities", "ingress", "management", "migrate", "network", "observability", "queue", "relay", "secrets", "workers"],
     );
+  });
+});
+
+describe("Azure stack: issue 13: management function", () => {
+  it("runs the management API in its own Function App on the shared plan, in the VNet, at https://<app>/api", () => {
+    const management = resourceAt(json, "azurerm_linux_function_app", "management/app");
+    expect(management.body.name).toBe("hooktest-management");
+    expect(app("management").service_plan_id).toBe(app("relay").service_plan_id);
+    expect(app("management").virtual_network_subnet_id).toBe(app("relay").virtual_network_subnet_id);
+    expect(block(app("management").site_config).vnet_route_all_enabled).toBe(true);
+    // The Functions host's default route prefix: the root would give /admin to the host's own admin API.
+    expect(json.output!.management_url!.value).toBe(`https://\${${ref(management)}.default_hostname}/api`);
+    expect(settings("management").WEBHOOKS_MANAGEMENT_BASE_PATH).toBe("/api");
+    expect(String(json.output!.admin_token_command!.value)).toMatch(/^az keyvault secret show --vault-name \$\{azurerm_key_vault\.[^}]+\.name\} --name admin-token --query value -o tsv$/);
+  });
+
+  it("connects as webhooks_app like the relay, and reads its token and the encryption keys as Key Vault references", () => {
+    expect(settings("management").DATABASE_URL).toBe(settings("relay").DATABASE_URL);
+    expect(settings("management").WEBHOOKS_DATABASE_TLS).toBe("verify-full");
+    expect(settings("management").DATABASE_ADMIN_URL).toBeUndefined();
+    expect(settings("management").ADMIN_TOKEN).toMatch(/^@Microsoft\.KeyVault\(VaultName=\$\{[^}]+\};SecretName=admin-token\)$/);
+    expect(settings("management").ENCRYPTION_KEYS).toMatch(/;SecretName=encryption-keys\)$/);
+    expect(settings("relay").ENCRYPTION_KEYS).toBe(settings("management").ENCRYPTION_KEYS);
+    // The processor too: a forwarding partner's subscription secrets are written encrypted.
+    expect(settings("workers").ENCRYPTION_KEYS).toBe(settings("management").ENCRYPTION_KEYS);
+    for (const fn of ["processor", "relay", "management"]) expect(readsSecret(fn, "encryption-keys"), fn).toBe(true);
+    for (const fn of ["ingest", "migrate"]) expect(readsSecret(fn, "encryption-keys"), fn).toBe(false);
+    for (const id of ["ingress", "workers", "relay", "migrate"]) expect(settings(id).ADMIN_TOKEN, id).toBeUndefined();
+  });
+
+  it("grants its identity Key Vault Secrets User on exactly database-url, admin-token and encryption-keys; no queue, no blobs", () => {
+    const grants = rolesOf("management");
+    expect(grants.map((g) => g.body.role_definition_name)).toEqual(["Key Vault Secrets User", "Key Vault Secrets User", "Key Vault Secrets User"]);
+    for (const name of ["database-url", "admin-token", "encryption-keys"]) expect(readsSecret("management", name), name).toBe(true);
+    for (const fn of ["ingest", "processor", "relay", "migrate"]) expect(readsSecret(fn, "admin-token"), fn).toBe(false);
+    const identity = resourceAt(json, "azurerm_user_assigned_identity", "identities/management-identity");
+    expect(block(app("management").identity).identity_ids).toEqual([`\${${ref(identity)}.id}`]);
+    // Its Key Vault references resolve at start: the grants must have propagated by then.
+    expect(dependsOn(resourceAt(json, "azurerm_linux_function_app", "management/app")).some((d) => d.includes("identities_propagation"))).toBe(true);
+  });
+
+  it("generates the admin token and the encryption keys at the first apply, write-only (never in state)", () => {
+    for (const name of ["admin-token", "encryption-keys"]) {
+      const secret = secretNamed(name);
+      expect(secret.body.value, name).toBeUndefined();
+      expect(secret.body.value_wo_version, name).toBe(1);
+      expect(dependsOn(secret).some((d) => d.includes("deployer-propagation")), name).toBe(true);
+    }
+    expect(secretNamed("admin-token").body.value_wo).toBe('${sha256("${uuid()}${uuid()}${uuid()}")}');
+    expect(secretNamed("encryption-keys").body.value_wo).toBe('k${formatdate("YYYYMMDD", timestamp())}:${base64sha256("${uuid()}${uuid()}${uuid()}")}');
   });
 });

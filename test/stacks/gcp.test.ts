@@ -13,7 +13,7 @@ beforeAll(() => {
   json = synthStack("gcp");
 });
 
-const FUNCTION_PATHS: Record<string, string> = { ingest: "ingress/ingest", workers: "workers", relay: "relay/relay" };
+const FUNCTION_PATHS: Record<string, string> = { ingest: "ingress/ingest", workers: "workers", relay: "relay/relay", management: "management" };
 const fn = (id: string) => resourceAt(json, "google_cloudfunctions2_function", `${FUNCTION_PATHS[id]}/function`);
 const SERVICE_AGENT = /^serviceAccount:service-\$\{data\.google_project\.project\.number\}@gcp-sa-pubsub\.iam\.gserviceaccount\.com$/;
 
@@ -84,8 +84,8 @@ describe("GCP stack: database", () => {
 });
 
 describe("GCP stack: functions, schedule, secrets, identities", () => {
-  it("builds three gen2 Node 22 functions from source zips in the bucket", () => {
-    for (const id of ["ingest", "workers", "relay"]) {
+  it("builds the gen2 Node 22 functions from source zips in the bucket", () => {
+    for (const id of ["ingest", "workers", "relay", "management"]) {
       const f = fn(id).body;
       const build = block(f.build_config);
       expect(build.runtime).toBe("nodejs22");
@@ -98,14 +98,14 @@ describe("GCP stack: functions, schedule, secrets, identities", () => {
   });
 
   it("reads secrets from Secret Manager, not plain environment values", () => {
-    for (const id of ["ingest", "workers", "relay"]) {
+    for (const id of ["ingest", "workers", "relay", "management"]) {
       const service = block(fn(id).body.service_config);
       const plain = (service.environment_variables ?? {}) as Record<string, string>;
       expect(Object.keys(plain)).not.toContain("DATABASE_URL");
       for (const value of Object.values(plain)) expect(value).not.toMatch(/password|:\/\/[^/]*:[^@]*@/);
     }
     const secretEnv = block(fn("workers").body.service_config).secret_environment_variables as { key: string; version: string }[];
-    expect(secretEnv.map((s) => s.key).sort()).toEqual(["DATABASE_URL", "PARTNERS"]);
+    expect(secretEnv.map((s) => s.key).sort()).toEqual(["DATABASE_URL", "ENCRYPTION_KEYS", "PARTNERS"]);
   });
 
   it("calls the relay from Cloud Scheduler with OIDC, and routes its egress through the connector and NAT", () => {
@@ -121,8 +121,9 @@ describe("GCP stack: functions, schedule, secrets, identities", () => {
   it("grants secret access per secret and per account, and no owner/editor role", () => {
     const accessors = resourcesOf(json, "google_secret_manager_secret_iam_member");
     expect(accessors.every((a) => a.body.role === "roles/secretmanager.secretAccessor")).toBe(true);
-    // ingest: partners; processor: app URL, partners; relay: app URL; migrate: admin URL, app URL.
-    expect(accessors).toHaveLength(6);
+    // ingest: partners; processor: app URL, partners, encryption keys; relay: app URL, encryption keys;
+    // migrate: admin URL, app URL; management: app URL, admin token, encryption keys.
+    expect(accessors).toHaveLength(11);
     for (const m of resourcesOf(json, "google_project_iam_member")) expect(m.body.role).not.toMatch(/roles\/(owner|editor|.*admin)$/i);
   });
 });
@@ -160,7 +161,7 @@ describe("GCP stack: ingress, observability, outputs", () => {
   it("builds one construct per component", () => {
     const components = new Set(allResources(json).map((r) => r.component));
     expect([...components].sort()).toEqual(
-      ["apis", "claim-checks", "database", "hosting", "identities", "ingress", "migrate", "network", "observability", "queue", "relay", "secrets", "workers"],
+      ["apis", "claim-checks", "database", "hosting", "identities", "ingress", "management", "migrate", "network", "observability", "queue", "relay", "secrets", "workers"],
     );
   });
 });
@@ -168,9 +169,12 @@ describe("GCP stack: ingress, observability, outputs", () => {
 describe("GCP stack: deploy order", () => {
   it("deploys each function after its secret grants and first secret versions", () => {
     const deps = (id: string) => fn(id).body.depends_on as string[];
-    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(2);
-    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_version."))).toHaveLength(2);
-    expect(deps("relay").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(1);
+    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(3);
+    expect(deps("workers").filter((d) => d.startsWith("google_secret_manager_secret_version."))).toHaveLength(3);
+    // The app URL and the encryption keys (issue 17).
+    expect(deps("relay").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(2);
+    expect(deps("management").filter((d) => d.startsWith("google_secret_manager_secret_iam_member."))).toHaveLength(3);
+    expect(deps("management").filter((d) => d.startsWith("google_secret_manager_secret_version."))).toHaveLength(3);
     expect(deps("ingest").some((d) => d.startsWith("google_secret_manager_secret_version.secrets_partner"))).toBe(true);
   });
 });
@@ -401,3 +405,65 @@ function labelArguments(type: string, beta: boolean): Set<string> {
 function synthStackFn(extra: Record<string, unknown>) {
   return resourceAt(synthStack("gcp", extra), "google_cloudfunctions2_function", "workers/function");
 }
+
+describe("GCP stack: issue 13: management function", () => {
+  const openapi = () => {
+    const config = resourcesOf(json, "google_api_gateway_api_config")[0]!.body;
+    const contents = String(block(block(config.openapi_documents).document).contents);
+    // `${base64encode(jsonencode({...}))}`: the document as cdktf wrote it, before Terraform encodes it.
+    return contents;
+  };
+  const secretNamed = (id: string) => resourcesOf(json, "google_secret_manager_secret").find((s) => s.body.secret_id === `hooktest-${id}`)!;
+
+  it("serves /api/{path=**} (every method) through the same API Gateway to the management function, which only the gateway may invoke", () => {
+    const doc = openapi();
+    expect(doc).toContain("/api/{path=**}");
+    for (const method of ["get", "post", "put", "patch", "delete"]) expect(doc).toContain(`management${method[0]!.toUpperCase()}${method.slice(1)}`);
+    expect(doc).toContain(`${fn("management").type}.${fn("management").name}.service_config[0].uri`);
+    expect(doc).toContain("APPEND_PATH_TO_ADDRESS");
+    const invokers = resourcesOf(json, "google_cloud_run_v2_service_iam_member").filter((m) => m.path.includes("/management/invoker"));
+    expect(invokers.map((m) => m.body.member)).toEqual([expect.stringContaining("identities_gateway")]);
+    expect(invokers[0]!.body.role).toBe("roles/run.invoker");
+    expect(block(fn("management").body.build_config).entry_point).toBe("management");
+  });
+
+  it("outputs management_url (the gateway + /api) and the command that prints the admin token", () => {
+    const gateway = resourceAt(json, "google_api_gateway_gateway", "ingress/gateway");
+    expect(json.output!.management_url!.value).toBe(`https://\${${gateway.type}.${gateway.name}.default_hostname}/api`);
+    const token = secretNamed("admin-token");
+    expect(json.output!.admin_token_command!.value).toBe(`gcloud secrets versions access latest --secret=\${${token.type}.${token.name}.secret_id} --project=hooks-test-project`);
+    expect(env("management").WEBHOOKS_MANAGEMENT_BASE_PATH).toBe("/api");
+  });
+
+  it("connects as webhooks_app like the relay (verify-ca, its own small pool counted in the connection budget), through the connector to private ranges only", () => {
+    expect(secretOf("management", "DATABASE_URL")).toEqual(secretOf("relay", "DATABASE_URL"));
+    expect(env("management").WEBHOOKS_DATABASE_TLS).toBe("verify-ca");
+    expect(env("management").WEBHOOKS_DATABASE_CA_CERT).toBe(env("relay").WEBHOOKS_DATABASE_CA_CERT);
+    expect(env("management").WEBHOOKS_DB_POOL_MAX).toBe("2");
+    const service = block(fn("management").body.service_config);
+    expect(service).toMatchObject({ max_instance_count: 2, max_instance_request_concurrency: 8, vpc_connector_egress_settings: "PRIVATE_RANGES_ONLY" });
+    expect(secretEnv("management").map((s) => s.key).sort()).toEqual(["ADMIN_TOKEN", "DATABASE_URL", "ENCRYPTION_KEYS"]);
+    // Counted in the budget: 9 processors × 10 + relay 2 + migrate 1 + management 2 × 2 = 97, over 100 less 10 reserved.
+    expect(() => synthStack("gcp", { processorConcurrency: 9, gcpProcessorRequestConcurrency: 10, cloudSqlMaxConnections: 100 })).toThrow(/management 2 × 2 = 97 connections/);
+  });
+
+  it("runs as its own service account, which may read exactly the app URL, its admin token and the encryption keys", () => {
+    const account = resourceAt(json, "google_service_account", "identities/management");
+    expect(references(block(fn("management").body.service_config).service_account_email, account, "email")).toBe(true);
+    const mine = resourcesOf(json, "google_secret_manager_secret_iam_member").filter((m) => String(m.body.member).includes(`${account.type}.${account.name}.`));
+    const secrets = mine.map((m) => resourcesOf(json, "google_secret_manager_secret").find((s) => String(m.body.secret_id).includes(`${s.type}.${s.name}.`))!.body.secret_id).sort();
+    expect(secrets).toEqual(["hooktest-admin-token", "hooktest-database-url", "hooktest-encryption-keys"]);
+    const tokenReaders = resourcesOf(json, "google_secret_manager_secret_iam_member").filter((m) => String(m.body.secret_id).includes(`${secretNamed("admin-token").name}.`));
+    expect(tokenReaders).toHaveLength(1);
+    expect(secretOf("relay", "ENCRYPTION_KEYS")).toEqual(secretNamed("encryption-keys"));
+  });
+
+  it("generates the first versions of the admin token and the encryption keys, write-only (never in state)", () => {
+    const token = versionOf(secretNamed("admin-token"))!.body;
+    const keys = versionOf(secretNamed("encryption-keys"))!.body;
+    expect(token).toMatchObject({ secret_data_wo: '${sha256("${uuid()}${uuid()}${uuid()}")}', secret_data_wo_version: 1 });
+    expect(keys.secret_data_wo).toBe('k${formatdate("YYYYMMDD", timestamp())}:${base64sha256("${uuid()}${uuid()}${uuid()}")}');
+    expect(token.secret_data).toBeUndefined();
+    expect(keys.secret_data).toBeUndefined();
+  });
+});
