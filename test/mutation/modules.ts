@@ -30,4 +30,6 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/verify/body.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts"] },
   { file: "shared/outbound/retryPolicy.ts", tests: ["test/outbound/retryPolicy.test.ts"] },
+  { file: "shared/outbound/decide.ts", tests: ["test/outbound/decide.test.ts"] },
+  { file: "shared/outbound/health.ts", tests: ["test/outbound/health.summarise.test.ts"] },
 ];
