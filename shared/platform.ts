@@ -11,6 +11,8 @@ import { installLocalKeyring } from "./crypto/localKeys.js";
 import { isUnavailable, type Database } from "./db/port.js";
 import { HttpError, type Route } from "./server/router.js";
 import { createLogger } from "./telemetry/log.js";
+import type { Authenticator } from "./server/auth.js";
+import { apiKeyAuthenticator } from "./tenancy/authenticate.js";
 import { webhookRoute } from "./server/routes/inbound.js";
 import { managementRoutes } from "./server/management.js";
 import { startInboxWorker } from "./inbound/worker.js";
@@ -34,6 +36,11 @@ export interface BackgroundWorker {
 
 export interface Platform extends PlatformContext {
   routes: Route[];
+  /**
+   * Who sent a request to `routes`: ADMIN_TOKEN (the bootstrap credential) or an API key, looked
+   * up in this platform's database (shared/tenancy/authenticate.ts). Pass it to the server.
+   */
+  authenticate: Authenticator;
   workers: BackgroundWorker[];
   /** Stops the workers, then closes the database if the platform opened it. */
   stop(): Promise<void>;
@@ -79,6 +86,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   return {
     ...ctx,
     routes,
+    authenticate: apiKeyAuthenticator(db, config.ADMIN_TOKEN),
     workers,
     async stop() {
       unobserve();

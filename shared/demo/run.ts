@@ -83,7 +83,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoRun> {
     platform = await startPlatform(config, { db: options.db, logger: options.logger });
     // The alert poller belongs to every platform; if this one does not run it yet, the demo does.
     if (!platform.workers.some((w) => w.name === "alerts")) platform.workers.push(startAlertWorker(platform, { intervalMs: 1000 }));
-    server = createHttpServer({ routes: platform.routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: Math.max(config.MAX_PAYLOAD_BYTES, config.MAX_INBOUND_BODY_BYTES), logger: platform.logger, mapError: mapPlatformError });
+    server = createHttpServer({ routes: platform.routes, adminToken: config.ADMIN_TOKEN, authenticate: platform.authenticate, maxBodyBytes: Math.max(config.MAX_PAYLOAD_BYTES, config.MAX_INBOUND_BODY_BYTES), logger: platform.logger, mapError: mapPlatformError });
     const s = server;
     await listen(s, config.PORT);
     const address = server.address();

@@ -5,13 +5,14 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { timingSafeEqual } from "node:crypto";
+import type { AnyPrincipal } from "../tenancy/principal.js";
 
 /**
- * Who a request acts for, as the authenticator established it. Today one kind: the holder of the
- * admin token. Scoped keys (issue 17: applications, keys limited to them) add kinds here, and
- * handlers narrow what they show by it.
+ * Who a request acts for, as the authenticator established it: the holder of the admin token
+ * (`admin`, the bootstrap credential), or an API key with its scope (`key`, issue 17:
+ * shared/tenancy/principal.ts); shared/tenancy/access.ts authorizes each route by it.
  */
-export type Principal = { kind: "admin" };
+export type Principal = AnyPrincipal;
 
 /**
  * Decides who sent a request from its headers (lower-case names): a Principal, or undefined

@@ -206,7 +206,7 @@ export function createApp(options: AppOptions): App {
       if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue;
       const principal = route.auth === "admin" ? await authenticate(raw.headers) : undefined;
       if (route.auth === "admin" && !principal) {
-        throw new HttpError(401, "unauthorized", "Missing or wrong bearer token: send `Authorization: Bearer <ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
+        throw new HttpError(401, "unauthorized", "Missing, wrong or revoked bearer token: send `Authorization: Bearer <API key or ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
       }
       const params: Record<string, string> = {};
       route.names.forEach((name, i) => {

@@ -18,6 +18,8 @@ async function main(): Promise<void> {
   const server = createHttpServer({
     routes: platform.routes,
     adminToken: config.ADMIN_TOKEN,
+    // ADMIN_TOKEN or an API key (docs/tenancy.md).
+    authenticate: platform.authenticate,
     maxBodyBytes: Math.max(config.MAX_PAYLOAD_BYTES, config.MAX_INBOUND_BODY_BYTES),
     logger: platform.logger,
     mapError: mapPlatformError,

@@ -18,6 +18,8 @@ import { inboxRoutes, RECEIVE_WEBHOOK_DOC } from "./routes/inbound.js";
 import { outboundRoutes } from "./routes/outbound.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { instrumentRoutes } from "../telemetry/instrument.js";
+import { withAccessControl } from "../tenancy/access.js";
+import { tenancyRoutes } from "./routes/tenancy.js";
 
 export interface ManagementContext extends PlatformContext {
   /**
@@ -82,14 +84,17 @@ function wakingRelay(ctx: ManagementContext, route: Route): Route {
 
 /** Every management route, instrumented, with `/openapi.json` and `/docs` describing them. */
 export function managementRoutes(ctx: ManagementContext, options: ManagementOptions = {}): Route[] {
-  const routes: Route[] = instrumentRoutes([
+  // Every authenticated route is authorized by what its doc declares, and its changes audited
+  // (shared/tenancy/access.ts): API keys and their scopes, the same on every host.
+  const routes: Route[] = instrumentRoutes(withAccessControl([
     healthRoute(ctx),
     ...subscriptionRoutes(ctx),
     ...outboundRoutes(ctx),
     ...(options.ingest ? [options.ingest] : []),
     ...inboxRoutes(ctx),
     ...adminRoutes(ctx),
-  ]).map((route) => wakingRelay(ctx, route));
+    ...tenancyRoutes(ctx),
+  ], ctx.db, ctx.logger)).map((route) => wakingRelay(ctx, route));
   // Served by another function on this host: documented all the same, never mounted here.
   const elsewhere: Route[] = options.ingest ? [] : [{
     method: "POST", path: "/webhooks/:partner", auth: "none", doc: RECEIVE_WEBHOOK_DOC,

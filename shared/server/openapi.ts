@@ -20,6 +20,7 @@ function jsonSchema(schema: z.core.$ZodType, io: "input" | "output"): JsonSchema
 const STATUS_TEXT: Record<number, string> = {
   400: "The request is not valid: `error.message` says what to fix, `error.details` where.",
   401: "Missing or wrong bearer token.",
+  403: "This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation).",
   404: "No such resource.",
   413: "The body is larger than the limit.",
   415: "The body is not JSON (send `content-type: application/json`).",
@@ -69,6 +70,10 @@ function operation(route: Route): JsonSchema {
   }
   const common = new Set<number>([500]);
   if (route.auth === "admin") common.add(401);
+  // What a key's scope can refuse (shared/tenancy/accessRule.ts): a change to a read-only key, an
+  // operator-only operation to an application key. Undeclared access is operator-write-only.
+  const access = doc.access;
+  if (route.auth === "admin" && (!access || access.action === "write" || access.audience === "operator")) common.add(403);
   if (parameters.length > 0 || doc.body) common.add(400);
   if (pathNames.length > 0) common.add(404);
   if (json) { common.add(413); common.add(415); }
@@ -82,6 +87,8 @@ function operation(route: Route): JsonSchema {
     ...(parameters.length ? { parameters } : {}),
     responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
     security: route.auth === "admin" ? [{ bearer: [] }] : [],
+    // Who may call it, as enforced (docs/tenancy.md); the scope test walks the document by it.
+    ...(route.auth === "admin" && access ? { "x-access": { action: access.action, audience: access.audience, ...(access.resource ? { resource: access.resource } : {}) } } : {}),
   };
   if (doc.body) {
     out.requestBody = {
@@ -118,7 +125,7 @@ export function openApiDocument(routes: readonly Route[], info: DocumentInfo): J
     tags,
     paths,
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "The platform's ADMIN_TOKEN (locally) or the management token in the cloud's secret store." } },
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key (`whk_…`, POST /keys; its scope is in `x-access` of each operation) or the bootstrap token: the platform's ADMIN_TOKEN (locally) or the management token in the cloud's secret store." } },
     },
   };
 }

@@ -56,6 +56,17 @@ export function targetApplication(req: Request, requested?: string | null): stri
   return listScope(req, requested ?? undefined) ?? DEFAULT_APPLICATION_ID;
 }
 
+/**
+ * `input` (a JSON body) with its `applicationId` settled by `targetApplication`. A body that is not
+ * an object, or whose `applicationId` is not a string, is left for the schema to refuse precisely.
+ */
+export function inApplication(req: Request, input: unknown): unknown {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return input;
+  const given = (input as { applicationId?: unknown }).applicationId;
+  if (given !== undefined && given !== null && typeof given !== "string") return input;
+  return { ...input, applicationId: targetApplication(req, given as string | null | undefined) };
+}
+
 /** Handlers already wrapped, so wrapping twice checks and records once. */
 const GUARDED = new WeakSet<Route["handler"]>();
 

@@ -44,7 +44,7 @@ export async function startTestPlatform(db: Database, env: Record<string, string
   const logger = createLogger({ level: config.LOG_LEVEL, destination: options.logStream });
   const platform = await startPlatform(config, { db, logger, workers: options.workers });
   const routes = options.instrument ? instrumentRoutes(platform.routes) : platform.routes;
-  const server: Server = createHttpServer({ routes, adminToken: config.ADMIN_TOKEN, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger, mapError: mapPlatformError });
+  const server: Server = createHttpServer({ routes, adminToken: config.ADMIN_TOKEN, authenticate: platform.authenticate, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger, mapError: mapPlatformError });
   const requests: { method: string; path: string }[] = [];
   server.on("request", (req) => requests.push({ method: req.method ?? "GET", path: (req.url ?? "/").split("?")[0]! }));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -92,6 +92,13 @@ describeEachBackend("OpenAPI document", (ctx) => {
     const d = encodeURIComponent(deliveryId);
     const s = sub.id;
     const missingUuid = "00000000-0000-4000-8000-000000000000";
+    // Tenancy (issue 17): applications and keys of each scope, for their operations and the 403s.
+    const app = await t.api("POST", "/applications", { name: "spec-app" });
+    const appSub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/app`, eventTypes: ["spec.*"], applicationId: app.id });
+    const emptyApp = await t.api("POST", "/applications", { name: "spec-empty" });
+    const appKey = await t.api("POST", "/keys", { applicationId: app.id, description: "spec" });
+    const readKey = await t.api("POST", "/keys", { access: "read" });
+    const doomedKey = await t.api("POST", "/keys", {});
 
     const samples: Sample[] = [
       { operationId: "health", method: "GET", path: "/healthz", token: null, status: 200 },
@@ -175,6 +182,36 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "getEntity", method: "GET", path: "/entities/order/missing", status: 404 },
       { operationId: "deliveriesPerMinute", method: "GET", path: "/stats/deliveries-per-minute", query: { minutes: "5" }, status: 200 },
       { operationId: "deliveriesPerMinute", method: "GET", path: "/stats/deliveries-per-minute", query: { minutes: "0" }, status: 400 },
+
+      { operationId: "whoAmI", method: "GET", path: "/me", token: appKey.key, status: 200 },
+      { operationId: "whoAmI", method: "GET", path: "/me", token: `${appKey.key.slice(0, 21)}${"A".repeat(43)}`, status: 401 },
+      { operationId: "createApplication", method: "POST", path: "/applications", body: { name: "spec-app-2" }, status: 201 },
+      { operationId: "createApplication", method: "POST", path: "/applications", body: { name: "" }, status: 400 },
+      { operationId: "createApplication", method: "POST", path: "/applications", body: { name: "x" }, token: appKey.key, status: 403 },
+      { operationId: "listApplications", method: "GET", path: "/applications", query: { limit: "1" }, status: 200 },
+      { operationId: "listApplications", method: "GET", path: "/applications", query: { limit: "0" }, status: 400 },
+      { operationId: "getApplication", method: "GET", path: `/applications/${app.id}`, token: appKey.key, status: 200 },
+      { operationId: "getApplication", method: "GET", path: `/applications/${emptyApp.id}`, token: appKey.key, status: 404 },
+      { operationId: "deleteApplication", method: "DELETE", path: `/applications/${app.id}`, status: 409 },
+      { operationId: "deleteApplication", method: "DELETE", path: "/applications/app_default", query: { cascade: "true" }, status: 409 },
+      { operationId: "deleteApplication", method: "DELETE", path: `/applications/${emptyApp.id}`, status: 200 },
+      { operationId: "deleteApplication", method: "DELETE", path: `/applications/${emptyApp.id}`, status: 404 },
+      { operationId: "createApiKey", method: "POST", path: "/keys", body: { applicationId: app.id, access: "read" }, status: 201 },
+      { operationId: "createApiKey", method: "POST", path: "/keys", body: { access: "admin" }, status: 400 },
+      { operationId: "createApiKey", method: "POST", path: "/keys", token: readKey.key, status: 403 },
+      { operationId: "listApiKeys", method: "GET", path: "/keys", query: { active: "true" }, token: readKey.key, status: 200 },
+      { operationId: "listApiKeys", method: "GET", path: "/keys", query: { active: "maybe" }, status: 400 },
+      { operationId: "revokeApiKey", method: "DELETE", path: `/keys/${doomedKey.id}`, status: 200 },
+      { operationId: "revokeApiKey", method: "DELETE", path: `/keys/${doomedKey.id}`, status: 404 },
+      { operationId: "listAuditLog", method: "GET", path: "/audit-log", query: { operation: "createApiKey", limit: "5" }, status: 200 },
+      { operationId: "listAuditLog", method: "GET", path: "/audit-log", query: { cursor: "x" }, status: 400 },
+      // A key's scope, answered as documented: a read-only key changes nothing (403), an application
+      // key sees its own application only (another's resource: 404) and no operator operation (403).
+      { operationId: "sendEvent", method: "POST", path: "/events", body: { type: "spec.b", data: null }, token: readKey.key, status: 403 },
+      { operationId: "sendEvent", method: "POST", path: "/events", body: { type: "spec.b", data: null }, token: appKey.key, status: 201 },
+      { operationId: "getSubscription", method: "GET", path: `/subscriptions/${appSub.id}`, token: appKey.key, status: 200 },
+      { operationId: "getSubscription", method: "GET", path: `/subscriptions/${s}`, token: appKey.key, status: 404 },
+      { operationId: "listInbox", method: "GET", path: "/inbox", token: appKey.key, status: 403 },
     ];
 
     const ajv = new Ajv2020({ strict: false, allErrors: true });

@@ -25,7 +25,7 @@ export function adminRoutes(ctx: PlatformContext): Route[] {
     { method: "GET", path: "/admin", auth: "none", handler: () => serveAsset("index.html") },
     { method: "GET", path: "/admin/:file", auth: "none", handler: (req) => serveAsset(req.params.file ?? "") },
     route("GET", "/stats/deliveries-per-minute", {
-      operationId: "deliveriesPerMinute", tag: "Admin", summary: "Deliveries per minute by outcome",
+      operationId: "deliveriesPerMinute", access: { action: "read", audience: "operator" }, tag: "Admin", summary: "Deliveries per minute by outcome",
       description: "Over the last `minutes` (1–1440, default 60), oldest first, one bucket per minute. `failed` counts attempts no retry follows (permanent failures, and a delivery's last allowed attempt).",
       query: statsQuery,
       responses: { 200: { description: "The series.", schema: statsSchema } },

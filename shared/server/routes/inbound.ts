@@ -94,7 +94,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
   const { db } = ctx;
   return [
     route("GET", "/inbox", {
-      operationId: "listInbox", tag: TAG, summary: "List inbox entries", description: "Newest first.", query: inboxQuery,
+      operationId: "listInbox", access: { action: "read", audience: "operator" }, tag: TAG, summary: "List inbox entries", description: "Newest first.", query: inboxQuery,
       responses: { 200: { description: "A page of inbox entries.", schema: pageOf("entries", inboxSummarySchema) } },
     }, async (_req, { cursor: c, limit: size, ...filter }) => {
       const after = decodeCursor(c, isStringPair);
@@ -103,7 +103,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
       return { status: 200, body: { entries: rows.map(({ key: _key, ...e }) => e), next } };
     }),
     route("GET", "/inbox/:id", {
-      operationId: "getInboxEntry", tag: TAG, summary: "Get an inbox entry with its payload, conflicts and replays",
+      operationId: "getInboxEntry", access: { action: "read", audience: "operator" }, tag: TAG, summary: "Get an inbox entry with its payload, conflicts and replays",
       responses: { 200: { description: "The entry.", schema: inboxDetailSchema } },
     }, async (req) => {
       const entry = await getInboxEntry(db, entryId(req));
@@ -111,7 +111,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
       return { status: 200, body: entry };
     }),
     route("POST", "/inbox/:id/replay", {
-      operationId: "replayInboxEntry", tag: TAG, summary: "Replay one inbox entry",
+      operationId: "replayInboxEntry", access: { action: "write", audience: "operator" }, tag: TAG, summary: "Replay one inbox entry",
       responses: {
         202: { description: "Pending again; the processor takes it.", schema: inboxReplaySchema },
         409: { description: "Already pending." },
@@ -123,7 +123,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
       return { status: 202, body: { replayed: [r.id], previousStatus: r.previousStatus } };
     }),
     route("POST", "/inbox/replay", {
-      operationId: "replayInbox", tag: TAG, summary: "Replay inbox entries by status, partner or ids",
+      operationId: "replayInbox", access: { action: "write", audience: "operator" }, tag: TAG, summary: "Replay inbox entries by status, partner or ids",
       description: "Default status: quarantined; at most `limit` (1–1000, default 100).",
       body: bulkReplay, bodyRequired: false,
       responses: { 202: { description: "The entries replayed.", schema: inboxReplaySchema } },
@@ -133,7 +133,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
       return { status: 202, body: { replayed: r.ids } };
     }),
     route("GET", "/entities/:machine/:id", {
-      operationId: "getEntity", tag: TAG, summary: "Get an entity of a state machine and its transitions",
+      operationId: "getEntity", access: { action: "read", audience: "operator" }, tag: TAG, summary: "Get an entity of a state machine and its transitions",
       description: "The reconciler's state of one entity (e.g. machine `order`, id `o-1`) and every decision taken for it, oldest first.",
       responses: { 200: { description: "The entity.", schema: entitySchema } },
     }, async (req) => {

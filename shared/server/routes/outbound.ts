@@ -17,17 +17,19 @@ import {
   replayResultSchema, sendResultSchema,
 } from "../schemas.js";
 import { bodyOf, cursor, filterText, limit, optionalJson, route, time } from "./validate.js";
+import { inApplication, listScope } from "../../tenancy/access.js";
 
 const deliveryQuery = z.strictObject({
   status: z.optional(z.enum(["pending", "delivered", "dead", "cancelled"])),
   subscriptionId: filterText(),
   eventId: filterText(),
   eventType: filterText(),
+  applicationId: filterText(),
   limit,
   cursor,
 });
 const pageQuery = z.strictObject({ limit, cursor });
-const eventQuery = z.strictObject({ type: filterText(), since: time(), until: time(), limit, cursor });
+const eventQuery = z.strictObject({ type: filterText(), applicationId: filterText(), since: time(), until: time(), limit, cursor });
 /** Dead letters by subscription, event type, reason (prefix) and when they died (`since` ≤ dead at < `until`). */
 const deadLetterFilter = z.strictObject({
   subscriptionId: filterText(),
@@ -35,12 +37,13 @@ const deadLetterFilter = z.strictObject({
   reason: filterText(),
   since: time(),
   until: time(),
+  applicationId: filterText(),
 });
 const deadLetterQuery = z.extend(deadLetterFilter, { limit, cursor });
 const bulkReplay = z.union([
   z.strictObject({ ids: z.array(z.string().check(z.minLength(1), z.maxLength(500))).check(z.minLength(1, "list at least one id"), z.maxLength(MAX_BULK_REPLAY)) }),
   z.strictObject({ filter: deadLetterFilter, limit: z.optional(z.number().check(z.int(), z.gte(1), z.lte(MAX_BULK_REPLAY))) }),
-], { error: `send { "ids": [...] } or { "filter": { "subscriptionId"?, "eventType"?, "reason"?, "since"?, "until"? }, "limit"? }` });
+], { error: `send { "ids": [...] } or { "filter": { "subscriptionId"?, "eventType"?, "reason"?, "since"?, "until"?, "applicationId"? }, "limit"? }` });
 const resendBody = z.strictObject({ subscriptionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))) });
 
 const batchBody = z.strictObject({ events: z.array(eventSchema).check(z.maxLength(MAX_EVENTS_PER_BATCH)) });
@@ -54,7 +57,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
   const delivery = { 200: { description: "The delivery.", schema: deliverySchema } };
   return [
     route("POST", "/events", {
-      operationId: "sendEvent", tag: "Events", summary: "Enqueue an event",
+      operationId: "sendEvent", access: { action: "write", audience: "application" }, tag: "Events", summary: "Enqueue an event",
       description: "Fanned out to one delivery per subscription whose event types match. Idempotent by `id`: the same id again returns the existing deliveries (200); with another type or data it is a 409. `data` is required (any JSON; null for none).",
       body: eventSchema,
       responses: {
@@ -67,11 +70,11 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       if (typeof event !== "object" || event === null || Array.isArray(event)) {
         throw new HttpError(400, "invalid_request", "The body must be a JSON object { id?, type, data, occurredAt? }.");
       }
-      const result = await db.transaction((tx) => enqueue(tx, event as Parameters<typeof enqueue>[1], options));
+      const result = await db.transaction((tx) => enqueue(tx, inApplication(req, event) as Parameters<typeof enqueue>[1], options));
       return { status: result.created ? 201 : 200, body: result };
     }),
     route("POST", "/events/batch", {
-      operationId: "sendEvents", tag: "Events", summary: "Enqueue up to 1000 events in one transaction",
+      operationId: "sendEvents", access: { action: "write", audience: "application" }, tag: "Events", summary: "Enqueue up to 1000 events in one transaction",
       description: "All are validated first; one invalid event rejects the call (naming it by index) and writes nothing.",
       body: batchBody,
       responses: {
@@ -85,25 +88,26 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       if (typeof input !== "object" || input === null || Array.isArray(input) || !Array.isArray(events) || Object.keys(input).length !== 1) {
         throw new HttpError(400, "invalid_request", `The body must be a JSON object { "events": [ { id?, type, data, occurredAt? }, … ] } with at most ${MAX_EVENTS_PER_BATCH} events.`);
       }
-      const results = await db.transaction((tx) => enqueueMany(tx, events as Parameters<typeof enqueueMany>[1], options));
+      const results = await db.transaction((tx) => enqueueMany(tx, events.map((e) => inApplication(req, e)) as Parameters<typeof enqueueMany>[1], options));
       return { status: results.some((r) => r.created) ? 201 : 200, body: { results } };
     }),
     route("GET", "/events", {
-      operationId: "listEvents", tag: "Events", summary: "List events",
+      operationId: "listEvents", access: { action: "read", audience: "application" }, tag: "Events", summary: "List events",
       description: "Newest first, by type and by when they were enqueued (`since` ≤ t < `until`).",
       query: eventQuery,
       responses: { 200: { description: "A page of events.", schema: pageOf("events", eventSummarySchema) } },
-    }, async (_req, { cursor: c, limit: size, ...filter }) => {
+    }, async (req, { cursor: c, limit: size, ...filter }) => {
       const before = decodeCursor(c, isStringPair);
-      const { rows, next } = await page(size, (n) => listEvents(db, { ...filter, before, limit: n }), (e) => e.key);
+      const applicationId = listScope(req, filter.applicationId);
+      const { rows, next } = await page(size, (n) => listEvents(db, { ...filter, applicationId, before, limit: n }), (e) => e.key);
       return { status: 200, body: { events: rows.map(({ key: _key, ...e }) => e), next } };
     }),
     route("GET", "/events/:id", {
-      operationId: "getEvent", tag: "Events", summary: "Get an event with all its deliveries",
+      operationId: "getEvent", access: { action: "read", audience: "application", resource: "event" }, tag: "Events", summary: "Get an event with all its deliveries",
       responses: { 200: { description: "The event, its data and body, and every delivery of it (fan-out, resends, tests, backfills).", schema: eventDetailSchema } },
     }, async (req) => ({ status: 200, body: await getEvent(db, req.params.id!) })),
     route("POST", "/events/:id/resend", {
-      operationId: "resendEvent", tag: "Events", summary: "Resend an event",
+      operationId: "resendEvent", access: { action: "write", audience: "application", resource: "event" }, tag: "Events", summary: "Resend an event",
       description: "Delivered or not, to one of its subscriptions (`subscriptionId`) or to all of them: one new delivery each (origin `resend`, a new `webhook-id`, the same body), on the normal path.",
       body: resendBody, bodyRequired: false,
       responses: {
@@ -116,17 +120,18 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
     }),
 
     route("GET", "/deliveries", {
-      operationId: "listDeliveries", tag: "Deliveries", summary: "List deliveries", query: deliveryQuery,
+      operationId: "listDeliveries", access: { action: "read", audience: "application" }, tag: "Deliveries", summary: "List deliveries", query: deliveryQuery,
       responses: { 200: { description: "A page of deliveries, in id order.", schema: pageOf("deliveries", deliverySchema) } },
-    }, async (_req, { cursor: c, limit: size, ...filter }) => {
+    }, async (req, { cursor: c, limit: size, ...filter }) => {
       const after = decodeCursor(c, isString);
-      const { rows, next } = await page(size, (n) => listDeliveries(db, { ...filter, after, limit: n }), (d) => d.id);
+      const applicationId = listScope(req, filter.applicationId);
+      const { rows, next } = await page(size, (n) => listDeliveries(db, { ...filter, applicationId, after, limit: n }), (d) => d.id);
       return { status: 200, body: { deliveries: rows, next } };
     }),
-    route("GET", "/deliveries/:id", { operationId: "getDelivery", tag: "Deliveries", summary: "Get a delivery", responses: delivery },
+    route("GET", "/deliveries/:id", { operationId: "getDelivery", access: { action: "read", audience: "application", resource: "delivery" }, tag: "Deliveries", summary: "Get a delivery", responses: delivery },
       async (req) => ({ status: 200, body: await getDelivery(db, req.params.id!) })),
     route("GET", "/deliveries/:id/attempts", {
-      operationId: "listAttempts", tag: "Deliveries", summary: "List the attempts of a delivery", query: pageQuery,
+      operationId: "listAttempts", access: { action: "read", audience: "application", resource: "delivery" }, tag: "Deliveries", summary: "List the attempts of a delivery", query: pageQuery,
       responses: { 200: { description: "A page of attempts, oldest first.", schema: pageOf("attempts", attemptSchema) } },
     }, async (req, { cursor: c, limit: size }) => {
       const after = decodeCursor(c, isAttemptKey);
@@ -135,18 +140,19 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
     }),
 
     route("GET", "/dead-letters", {
-      operationId: "listDeadLetters", tag: "Dead letters", summary: "List dead letters",
+      operationId: "listDeadLetters", access: { action: "read", audience: "application" }, tag: "Dead letters", summary: "List dead letters",
       description: "By subscription, event type, reason (a prefix: `exhausted`, `permanent`) and when they died (`since` ≤ t < `until`).",
       query: deadLetterQuery,
       responses: { 200: { description: "A page of dead letters, in id order.", schema: pageOf("deadLetters", deliverySchema) } },
-    }, async (_req, { reason, since, until, cursor: c, limit: size, ...filter }) => {
+    }, async (req, { reason, since, until, cursor: c, limit: size, ...filter }) => {
       const after = decodeCursor(c, isString);
-      const { rows, next } = await page(size, (n) => listDeadLetters(db, { ...filter, reasonPrefix: reason, deadSince: since, deadBefore: until, after, limit: n }), (d) => d.id);
+      const applicationId = listScope(req, filter.applicationId);
+      const { rows, next } = await page(size, (n) => listDeadLetters(db, { ...filter, applicationId, reasonPrefix: reason, deadSince: since, deadBefore: until, after, limit: n }), (d) => d.id);
       return { status: 200, body: { deadLetters: rows, next } };
     }),
     // Registered before `/dead-letters/:id…` so `replay` is never read as an id.
     route("POST", "/dead-letters/replay", {
-      operationId: "replayDeadLetters", tag: "Dead letters", summary: "Replay dead letters by ids or by filter",
+      operationId: "replayDeadLetters", access: { action: "write", audience: "application" }, tag: "Dead letters", summary: "Replay dead letters by ids or by filter",
       description: `Each becomes pending and due now, its attempt count restarted, and the replay is recorded. By \`ids\` (those not dead are skipped), or every one matching \`filter\` up to \`limit\` (at most ${MAX_BULK_REPLAY} per call).`,
       body: bulkReplay,
       responses: { 200: { description: "What was replayed and what was skipped.", schema: replayResultSchema } },
@@ -161,14 +167,16 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
           },
           limit: input.limit,
         };
-      return { status: 200, body: await replayDeadLetters(db, selection, { requestedBy }) };
+      // An application key replays its own application's only (another's ids are skipped, as not dead).
+      const applicationId = listScope(req, "filter" in input ? input.filter.applicationId : undefined);
+      return { status: 200, body: await replayDeadLetters(db, selection, { requestedBy, applicationId }) };
     }),
     route("GET", "/dead-letters/:id", {
-      operationId: "getDeadLetter", tag: "Dead letters", summary: "Get a dead letter with its body, attempts and replays",
+      operationId: "getDeadLetter", access: { action: "read", audience: "application", resource: "delivery" }, tag: "Dead letters", summary: "Get a dead letter with its body, attempts and replays",
       responses: { 200: { description: "The dead letter.", schema: deadLetterSchema } },
     }, async (req) => ({ status: 200, body: await getDeadLetter(db, req.params.id!) })),
     route("POST", "/dead-letters/:id/replay", {
-      operationId: "replayDeadLetter", tag: "Dead letters", summary: "Replay one dead letter",
+      operationId: "replayDeadLetter", access: { action: "write", audience: "application", resource: "delivery" }, tag: "Dead letters", summary: "Replay one dead letter",
       responses: { ...delivery, 409: { description: "The delivery is not dead (pending, delivered or cancelled)." } },
     }, async (req) => ({ status: 200, body: await replayDeadLetter(db, req.params.id!, { requestedBy }) })),
   ];

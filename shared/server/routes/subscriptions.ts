@@ -15,11 +15,14 @@ import { createDestinationPolicy } from "../../outbound/destinationPolicy.js";
 import { decodeCursor, isString, page } from "../pagination.js";
 import type { Route } from "../router.js";
 import { deletedSchema, pageOf, sendResultSchema, subscriptionSchema } from "../schemas.js";
-import { cursor, limit, optionalJson, route } from "./validate.js";
+import { cursor, filterText, limit, optionalJson, route } from "./validate.js";
+import { inApplication, listScope } from "../../tenancy/access.js";
 
 const subscriptionQuery = z.strictObject({
   status: z.optional(z.enum(["active", "degraded", "disabled"])),
   paused: z.optional(z.pipe(z.enum(["true", "false"]), z.transform((v: "true" | "false") => v === "true"))),
+  /** Only this application's (an application key sees only its own anyway). */
+  applicationId: filterText(),
   limit,
   cursor,
 });
@@ -34,57 +37,58 @@ export function subscriptionRoutes(ctx: PlatformContext): Route[] {
   const id = (req: { params: Record<string, string> }) => req.params.id!;
   return [
     route("POST", "/subscriptions", {
-      operationId: "createSubscription", tag: TAG, summary: "Create a subscription",
-      description: "A signing secret is generated unless `secrets` are given; the answer is the only one that shows them. With `backfill: { since, until? }`, the past events of that range (by when they were enqueued) whose type matches are sent to it too (at most 100 000).",
+      operationId: "createSubscription", access: { action: "write", audience: "application" }, tag: TAG, summary: "Create a subscription",
+      description: "It belongs to `applicationId` (default: the default application; an application key's own). A signing secret is generated unless `secrets` are given; the answer is the only one that shows them. With `backfill: { since, until? }`, the past events of that range (by when they were enqueued) whose type matches are sent to it too (at most 100 000).",
       body: createSubscriptionSchema,
       responses: { 201: { description: "Created, with its secrets (and `backfilled`, with a backfill).", schema: subscriptionSchema } },
-    }, async (req) => ({ status: 201, body: await createSubscription(db, await req.json(), { destinationPolicy, requestedBy }) })),
+    }, async (req) => ({ status: 201, body: await createSubscription(db, inApplication(req, await req.json()), { destinationPolicy, requestedBy }) })),
     route("GET", "/subscriptions", {
-      operationId: "listSubscriptions", tag: TAG, summary: "List subscriptions",
+      operationId: "listSubscriptions", access: { action: "read", audience: "application" }, tag: TAG, summary: "List subscriptions",
       description: "In id order; deleted ones are left out. `status` is the health; `paused` whether an operator paused it.",
       query: subscriptionQuery,
       responses: { 200: { description: "A page of subscriptions.", schema: pageOf("subscriptions", subscriptionSchema) } },
-    }, async (_req, { cursor: c, limit: size, ...filter }) => {
+    }, async (req, { cursor: c, limit: size, ...filter }) => {
       const after = decodeCursor(c, isString);
-      const { rows, next } = await page(size, (n) => listSubscriptions(db, { ...filter, after, limit: n }), (s) => s.id);
+      const applicationId = listScope(req, filter.applicationId);
+      const { rows, next } = await page(size, (n) => listSubscriptions(db, { ...filter, applicationId, after, limit: n }), (s) => s.id);
       return { status: 200, body: { subscriptions: rows, next } };
     }),
-    route("GET", "/subscriptions/:id", { operationId: "getSubscription", tag: TAG, summary: "Get a subscription", responses: one },
+    route("GET", "/subscriptions/:id", { operationId: "getSubscription", access: { action: "read", audience: "application", resource: "subscription" }, tag: TAG, summary: "Get a subscription", responses: one },
       async (req) => ({ status: 200, body: await getSubscription(db, id(req)) })),
     route("PATCH", "/subscriptions/:id", {
-      operationId: "updateSubscription", tag: TAG, summary: "Edit a subscription",
+      operationId: "updateSubscription", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Edit a subscription",
       description: "Changes the fields given; `null` puts a field back to its default. Pending deliveries use the new settings from their next attempt; one in flight finishes with the old. A new `url` starts its health afresh and makes its waiting deliveries due at once. `headers` replaces all custom headers (never `webhook-*`, `host`, `content-length`, `content-type`, `user-agent` or hop-by-hop headers).",
       body: subscriptionChangeSchema(),
       responses: one,
     }, async (req) => ({ status: 200, body: await updateSubscription(db, id(req), await req.json(), { destinationPolicy }) })),
     route("DELETE", "/subscriptions/:id", {
-      operationId: "deleteSubscription", tag: TAG, summary: "Delete a subscription",
+      operationId: "deleteSubscription", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Delete a subscription",
       description: "It gets no new deliveries; its pending ones are cancelled (status `cancelled`, kept with their attempts as history). An attempt in flight finishes; its outcome is logged and not applied, so it is never retried.",
       responses: { 200: { description: "Deleted.", schema: deletedSchema } },
     }, async (req) => ({ status: 200, body: await deleteSubscription(db, id(req)) })),
     route("POST", "/subscriptions/:id/pause", {
-      operationId: "pauseSubscription", tag: TAG, summary: "Pause a subscription",
+      operationId: "pauseSubscription", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Pause a subscription",
       description: "Nothing is sent to it until it is resumed; new events still make deliveries for it, kept pending. An attempt in flight finishes and is recorded.",
       responses: one,
     }, async (req) => ({ status: 200, body: await pauseSubscription(db, id(req)) })),
     route("POST", "/subscriptions/:id/resume", {
-      operationId: "resumeSubscription", tag: TAG, summary: "Resume a paused subscription",
+      operationId: "resumeSubscription", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Resume a paused subscription",
       description: "Its waiting deliveries are due at once; one disabled by the circuit breaker is probed at once.",
       responses: one,
     }, async (req) => ({ status: 200, body: await resumeSubscription(db, id(req)) })),
     route("POST", "/subscriptions/:id/enable", {
-      operationId: "enableSubscription", tag: TAG, summary: "Re-enable a disabled subscription",
+      operationId: "enableSubscription", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Re-enable a disabled subscription",
       description: "After 410 Gone, or to close the circuit before the next probe: active, failures reset, kept deliveries due at once.",
       responses: one,
     }, async (req) => ({ status: 200, body: await enableSubscription(db, id(req)) })),
     route("POST", "/subscriptions/:id/secrets", {
-      operationId: "rotateSecrets", tag: TAG, summary: "Rotate signing secrets",
+      operationId: "rotateSecrets", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Rotate signing secrets",
       description: "Without a body, a new secret is generated and put first, and the newest current one kept (deliveries are signed with both); with `secrets`, they replace the current ones.",
       body: secretsInputSchema, bodyRequired: false,
       responses: { 200: { description: "The subscription with its secrets.", schema: subscriptionSchema } },
     }, async (req) => ({ status: 200, body: await rotateSecrets(db, id(req), await optionalJson(req)) })),
     route("POST", "/subscriptions/:id/test", {
-      operationId: "sendTestEvent", tag: TAG, summary: "Send a test event",
+      operationId: "sendTestEvent", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Send a test event",
       description: "A new event (type `webhooks.test` unless `type` is given) delivered to this subscription only, whatever its event types, through the normal path.",
       body: testEventSchema, bodyRequired: false,
       responses: { 201: { description: "The test event and its delivery.", schema: sendResultSchema } },
