@@ -3,10 +3,11 @@
  * event body and every attempt), and replayed one by one or in bulk. A replay puts the delivery
  * back on the normal path (pending, due now, attempt count restarted) and is recorded.
  */
-import type { Queryable } from "../db/port.js";
+import type { Database, Queryable } from "../db/port.js";
 import { DELIVERY_COLUMNS, listAttempts, type Attempt, type Delivery } from "./deliveries.js";
 import { NotADeadLetterError, NotFoundError, OutboundValidationError } from "./errors.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
+import { lockKeysOfDeadLetters } from "./ordering.js";
 
 export interface DeadLetterFilter {
   subscriptionId?: string;
@@ -73,17 +74,48 @@ export async function getDeadLetter(q: Queryable, id: string): Promise<DeadLette
  * and a replay record keeps the reason it died. Returns the ids replayed (those that were dead,
  * and of `applicationId` when given: another application's are left alone, as if not dead).
  */
-async function replayIds(q: Queryable, ids: readonly string[], requestedBy: string | null, applicationId?: string): Promise<string[]> {
+async function replayIds(q: Queryable | Database, ids: readonly string[], requestedBy: string | null, applicationId?: string): Promise<string[]> {
   if (ids.length === 0) return [];
+  // Ordered dead letters (migration 013): their keys are locked first, in a statement of their own,
+  // so the replay's snapshot sees every delivery enqueued to them; one transaction for both.
+  if ("transaction" in q) return q.transaction((tx) => replayIds(tx, ids, requestedBy, applicationId));
+  await lockKeysOfDeadLetters(q, ids);
   const { rows } = await q.query<{ id: string }>(
-    `WITH replayed AS (
+    `WITH old AS (
+       SELECT x.id, x.dead_reason, x.subscription_id, x.ordering_key, x.ordering_seq FROM outbound_deliveries x
+       WHERE x.id = ANY($1::text[]) AND x.status = 'dead'
+         AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM outbound_events e WHERE e.id = x.event_id AND e.application_id = $3))
+       FOR UPDATE OF x
+     ),
+     -- Ordered delivery: a dead letter still its key's head goes again at once, first (the key
+     -- waited for it) and unblocks the key; one skipped since re-joins its key at the end, behind
+     -- what was enqueued meanwhile (n of them per key, in their old order).
+     keyed AS (
+       SELECT o.subscription_id, o.ordering_key,
+              count(*) FILTER (WHERE o.ordering_seq < k.head_seq) AS n, bool_or(o.ordering_seq = k.head_seq) AS head
+       FROM old o JOIN outbound_ordering_keys k ON k.subscription_id = o.subscription_id AND k.ordering_key = o.ordering_key
+       WHERE o.ordering_seq IS NOT NULL
+       GROUP BY o.subscription_id, o.ordering_key
+     ),
+     grown AS (
+       UPDATE outbound_ordering_keys k
+       SET last_seq = k.last_seq + g.n, blocked_at = CASE WHEN g.head THEN NULL ELSE k.blocked_at END, updated_at = now()
+       FROM keyed g
+       WHERE k.subscription_id = g.subscription_id AND k.ordering_key = g.ordering_key
+       RETURNING k.subscription_id, k.ordering_key, k.last_seq - g.n AS base, k.head_seq
+     ),
+     tail AS (
+       SELECT o.id, g.head_seq, g.base + row_number() OVER (PARTITION BY o.subscription_id, o.ordering_key ORDER BY o.ordering_seq) AS seq
+       FROM old o JOIN grown g ON g.subscription_id = o.subscription_id AND g.ordering_key = o.ordering_key
+       WHERE o.ordering_seq < g.head_seq
+     ),
+     replayed AS (
        UPDATE outbound_deliveries d
-       SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_token = NULL, lease_expires_at = NULL,
+       SET status = 'pending', attempts = 0, lease_token = NULL, lease_expires_at = NULL,
+           ordering_seq = COALESCE(t.seq, d.ordering_seq),
+           next_attempt_at = CASE WHEN t.id IS NULL OR t.seq = t.head_seq THEN now() ELSE 'infinity' END,
            dead_reason = NULL, dead_at = NULL, replays = d.replays + 1, updated_at = now()
-       FROM (SELECT x.id, x.dead_reason FROM outbound_deliveries x
-             WHERE x.id = ANY($1::text[]) AND x.status = 'dead'
-               AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM outbound_events e WHERE e.id = x.event_id AND e.application_id = $3))
-             FOR UPDATE OF x) old
+       FROM old LEFT JOIN tail t ON t.id = old.id
        WHERE d.id = old.id
        RETURNING d.id, old.dead_reason
      ),

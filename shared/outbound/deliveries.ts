@@ -15,7 +15,7 @@ export interface Delivery {
   status: DeliveryStatus;
   /** Attempts counted toward the maximum since creation or the last replay. */
   attempts: number;
-  /** For pending: when it is due (or, while leased, when the lease expires). */
+  /** For pending: when it is due; null while it waits its turn in its ordering key (the one before it is not delivered yet). */
   nextAttemptAt: Date | null;
   /** A relay holds it right now. */
   leased: boolean;
@@ -65,7 +65,7 @@ export interface DeliveryFilter {
 export const DELIVERY_COLUMNS = `
   d.id, d.event_id AS "eventId", e.type AS "eventType", d.subscription_id AS "subscriptionId",
   e.application_id AS "applicationId", d.status,
-  d.attempts, CASE WHEN d.status = 'pending' THEN d.next_attempt_at END AS "nextAttemptAt",
+  d.attempts, CASE WHEN d.status = 'pending' AND d.next_attempt_at <> 'infinity' THEN d.next_attempt_at END AS "nextAttemptAt",
   (d.status = 'pending' AND COALESCE(d.lease_expires_at > now(), false)) AS leased,
   d.last_status AS "lastStatus", d.last_error AS "lastError", d.dead_reason AS "deadReason",
   d.dead_at AS "deadAt", d.delivered_at AS "deliveredAt", d.cancelled_at AS "cancelledAt",

@@ -28,6 +28,12 @@ export interface OutboundEvent {
    * subscriptions only. Default: the default application.
    */
   applicationId?: string;
+  /**
+   * Ordering key (e.g. the aggregate's id): for subscriptions created with `ordered: true`, the
+   * deliveries of one key go one at a time, in enqueue order (docs/outbound.md#ordered-delivery).
+   * 1 to 200 letters, digits or `_ . - : / @ = +`. Default: none (never ordered).
+   */
+  orderingKey?: string;
 }
 
 export interface EnqueuedDelivery {
@@ -51,6 +57,9 @@ export interface EnqueueOptions {
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 
+/** What an ordering key may be: printable, no spaces, short enough for an index and a URL segment (encoded). */
+export const ORDERING_KEY = /^[A-Za-z0-9_.:/@=+-]{1,200}$/;
+
 export const eventSchema = z.strictObject({
   id: z.optional(
     z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,200}$/, "must be 1 to 200 letters, digits, _, - or . (no ':', it separates the delivery id)")),
@@ -62,6 +71,7 @@ export const eventSchema = z.strictObject({
   data: z.optional(z.unknown()), // required, checked below with a clearer message than zod's
   occurredAt: z.optional(z.union([z.date(), z.iso.datetime({ offset: true })])),
   applicationId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  orderingKey: z.optional(z.string().check(z.regex(ORDERING_KEY, "must be 1 to 200 letters, digits, _, ., -, :, /, @, = or + (e.g. the aggregate's id)"))),
 });
 
 /** The path of the first value JSON cannot carry faithfully, or null. */
@@ -95,7 +105,7 @@ function nonJsonPath(value: unknown, path: string, seen: Set<object>): string | 
 }
 
 /** Validates an event and builds the exact body every attempt will send. Throws OutboundValidationError. */
-export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id: string; type: string; body: string; dataJson: string; applicationId: string } {
+export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id: string; type: string; body: string; dataJson: string; applicationId: string; orderingKey: string | null } {
   const valid = parseOrThrow(eventSchema, event, "event");
   if (valid.data === undefined) {
     throw new OutboundValidationError("Invalid event: data: required; send a JSON value (use null for none).", [{ path: "data", message: "required" }]);
@@ -109,7 +119,7 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
   const size = Buffer.byteLength(body, "utf8");
   const limit = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   if (size > limit) throw new PayloadTooLargeError(size, limit);
-  return { id, type: valid.type, body, dataJson, applicationId: valid.applicationId ?? DEFAULT_APPLICATION_ID };
+  return { id, type: valid.type, body, dataJson, applicationId: valid.applicationId ?? DEFAULT_APPLICATION_ID, orderingKey: valid.orderingKey ?? null };
 }
 
 // Enqueue's statements, prepared once per connection of our own pool (shared/db/prepared.ts).
@@ -134,23 +144,49 @@ const enqueueStatement = (input: string) => `WITH input AS (
      WHERE NOT EXISTS (SELECT 1 FROM outbound_applications a WHERE a.id = i.application_id AND a.deleted_at IS NULL)
    ),
    inserted AS (
-     INSERT INTO outbound_events (id, type, body, application_id)
-     SELECT i.id, i.type, i.body, i.application_id FROM input i
+     INSERT INTO outbound_events (id, type, body, application_id, ordering_key)
+     SELECT i.id, i.type, i.body, i.application_id, i.ordering_key FROM input i
      WHERE NOT EXISTS (SELECT 1 FROM missing)
      ON CONFLICT (id) DO NOTHING
-     RETURNING id, type, application_id
+     RETURNING id, type, application_id, ordering_key
    ),
-   fanned AS (
-     INSERT INTO outbound_deliveries (id, event_id, subscription_id)
-     SELECT e.id || ':' || s.id, e.id, s.id
+   matched AS (
+     SELECT e.id AS event_id, s.id AS subscription_id, CASE WHEN s.ordered THEN e.ordering_key END AS ordering_key, i.pos
      FROM inserted e
+     JOIN input i ON i.id = e.id
      JOIN outbound_subscriptions s ON s.deleted_at IS NULL AND s.application_id = e.application_id AND EXISTS (
        SELECT 1 FROM unnest(s.event_types) AS p(pattern)
        WHERE p.pattern = e.type
           OR p.pattern = '*'
           OR (right(p.pattern, 2) = '.*' AND starts_with(e.type, left(p.pattern, -1)))
      )
-     ORDER BY e.id, s.id
+   ),
+   -- Ordered delivery (migration 013): each (subscription, key) hands out its next places under its
+   -- row's lock, held to commit, so places follow commit order; keys in order, so two enqueues
+   -- never deadlock on them. Nothing at all for events without a key or unordered subscriptions.
+   keyed AS (
+     INSERT INTO outbound_ordering_keys AS k (subscription_id, ordering_key, last_seq, head_seq)
+     SELECT m.subscription_id, m.ordering_key, count(*), 1
+     FROM matched m WHERE m.ordering_key IS NOT NULL
+     GROUP BY m.subscription_id, m.ordering_key
+     ORDER BY m.subscription_id, m.ordering_key
+     ON CONFLICT (subscription_id, ordering_key) DO UPDATE SET last_seq = k.last_seq + excluded.last_seq, updated_at = now()
+     RETURNING k.subscription_id, k.ordering_key, k.last_seq, k.head_seq
+   ),
+   placed AS (
+     SELECT m.event_id, m.subscription_id, m.ordering_key, k.head_seq,
+            k.last_seq - count(*) OVER (PARTITION BY m.subscription_id, m.ordering_key)
+              + row_number() OVER (PARTITION BY m.subscription_id, m.ordering_key ORDER BY m.pos) AS seq
+     FROM matched m JOIN keyed k ON k.subscription_id = m.subscription_id AND k.ordering_key = m.ordering_key
+   ),
+   fanned AS (
+     -- Only a key's head is due; the others wait at 'infinity', past every claim's index range.
+     INSERT INTO outbound_deliveries (id, event_id, subscription_id, ordering_key, ordering_seq, next_attempt_at)
+     SELECT m.event_id || ':' || m.subscription_id, m.event_id, m.subscription_id, p.ordering_key, p.seq,
+            CASE WHEN p.seq IS NULL OR p.seq = p.head_seq THEN now() ELSE 'infinity' END
+     FROM matched m
+     LEFT JOIN placed p ON p.event_id = m.event_id AND p.subscription_id = m.subscription_id
+     ORDER BY m.event_id, m.subscription_id
      RETURNING id, event_id, subscription_id, status
    ),
    -- Delivered by PostgreSQL only if and when the transaction commits; one per statement is enough.
@@ -170,11 +206,11 @@ const enqueueStatement = (input: string) => `WITH input AS (
  * array always does (the generic plan guesses 100 elements): planning this CTE then cost more
  * than running it (measured: 210 µs of server CPU per event with an array, 78 with parameters).
  */
-const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement("SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id"));
-const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(`SELECT i.id, i.type, i.body, i.application_id
-     FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS i(id, type, body, application_id)
+const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement("SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id, $6::text AS ordering_key, 1::bigint AS pos"));
+const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(`SELECT i.id, i.type, i.body, i.application_id, i.ordering_key, i.pos
+     FROM unnest($1::text[], $2::text[], $3::text[], $5::text[], $6::text[]) WITH ORDINALITY AS i(id, type, body, application_id, ordering_key, pos)
      ORDER BY i.id`));
-const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AND application_id = $4 AS same FROM outbound_events WHERE id = $1`);
+const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AND application_id = $4 AND ordering_key IS NOT DISTINCT FROM $5 AS same FROM outbound_events WHERE id = $1`);
 const DELIVERIES_OF = prepared("outbound_deliveries_of", `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`);
 
 /** Most events one `enqueueMany` call takes: one statement carries them all. */
@@ -256,14 +292,14 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
   for (const [index, event] of events.entries()) {
     const first = unique.get(event.id);
     if (!first) unique.set(event.id, { event, index });
-    else if (first.event.type !== event.type || !isDeepStrictEqual(JSON.parse(first.event.dataJson), JSON.parse(event.dataJson))) {
+    else if (first.event.type !== event.type || first.event.orderingKey !== event.orderingKey || !isDeepStrictEqual(JSON.parse(first.event.dataJson), JSON.parse(event.dataJson))) {
       throw new EventConflictError(event.id, `events[${first.index}] and events[${index}] share the id ${event.id} with a different type or payload; give each event its own id.`);
     }
   }
   const batch = [...unique.values()].map((u) => u.event);
   const [text, values] = batch.length === 1
-    ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId]]
-    : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId)]];
+    ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId, batch[0]!.orderingKey]]
+    : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId), batch.map((e) => e.orderingKey)]];
   const { rows } = await tx.query<{ kind: "event" | "delivery" | "notified" | "no_application"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }>(text, values);
   // The statement wrote nothing (see `missing`).
   const orphan = rows.find((r) => r.kind === "no_application");
@@ -299,7 +335,7 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
 
 /** The deliveries of an existing event `event` repeats; null if no event has its id (any more). */
 async function repeatOf(tx: Queryable, event: Checked): Promise<EnqueuedDelivery[] | null> {
-  const same = await tx.query<{ same: boolean }>(SAME_EVENT, [event.id, event.type, event.dataJson, event.applicationId]);
+  const same = await tx.query<{ same: boolean }>(SAME_EVENT, [event.id, event.type, event.dataJson, event.applicationId, event.orderingKey]);
   if (same.rows.length === 0) return null;
   if (!same.rows[0]!.same) throw new EventConflictError(event.id);
   const { rows } = await tx.query<EnqueuedDelivery>(DELIVERIES_OF, [event.id]);

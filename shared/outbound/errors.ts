@@ -48,3 +48,13 @@ export class NotADeadLetterError extends Error {
     super(`Delivery ${deliveryId} is ${status}, not a dead letter; only dead letters can be replayed.`);
   }
 }
+
+/** A skip was asked for an ordering key that no dead letter blocks (its head is pending, or it is idle). */
+export class KeyNotBlockedError extends Error {
+  override name = "KeyNotBlockedError";
+  constructor(readonly orderingKey: string, readonly headStatus: string, message?: string) {
+    super(message ?? (headStatus === "idle"
+      ? `Ordering key ${orderingKey} has nothing waiting; only a key blocked by a dead letter can be skipped.`
+      : `Ordering key ${orderingKey} is not blocked: its current delivery is ${headStatus} (due, in flight or retrying); only a dead letter can be skipped.`));
+  }
+}

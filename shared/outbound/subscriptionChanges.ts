@@ -101,7 +101,7 @@ export async function updateSubscription(
 async function dueNow(q: Queryable, id: string): Promise<void> {
   await q.query(
     `UPDATE outbound_deliveries SET next_attempt_at = now(), updated_at = now()
-     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > now()
+     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > now() AND next_attempt_at <> 'infinity' -- not waiting in an ordering key
        AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
     [id],
   );

@@ -298,7 +298,7 @@ export async function enableSubscription(q: Queryable, id: string): Promise<Subs
   // Deliveries waited while it was disabled: make them due now rather than at their old backoff.
   await q.query(
     `UPDATE outbound_deliveries SET next_attempt_at = now(), updated_at = now()
-     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > now()
+     WHERE subscription_id = $1 AND status = 'pending' AND next_attempt_at > now() AND next_attempt_at <> 'infinity' -- not waiting in an ordering key
        AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
     [id],
   );

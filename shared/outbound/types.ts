@@ -32,6 +32,8 @@ export interface ClaimedDelivery {
   /** Rate-limited subscriptions: ms after the claim before which this attempt must not start (null: at once). */
   notBeforeMs?: number | null;
   leaseToken: string;
+  /** Ordered delivery: its ordering key (it is its key's head: the only one of the key a relay can hold). */
+  orderingKey?: string | null;
   /** Sent to a disabled endpoint to test recovery: a failure does not count toward the maximum. */
   probe: boolean;
 }

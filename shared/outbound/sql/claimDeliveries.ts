@@ -20,6 +20,7 @@ interface ClaimRow {
   attempt_timeout_ms: number | null;
   /** Rate-limited subscriptions: ms from the claim until this attempt's slot. */
   slot_ms: number | null;
+  ordering_key: string | null;
 }
 
 /**
@@ -56,6 +57,7 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
     timeoutMs: row.attempt_timeout_ms,
     notBeforeMs: row.slot_ms === null ? null : Math.max(0, Number(row.slot_ms)),
     leaseToken,
+    orderingKey: row.ordering_key,
     probe,
   };
 }
@@ -68,12 +70,12 @@ const lease = (ids: string) => `claimed AS (
          claims = d.claims + 1,
          updated_at = now()
      WHERE d.id = ANY (ARRAY(${ids}))
-     RETURNING d.id, d.event_id, d.subscription_id, d.attempts
+     RETURNING d.id, d.event_id, d.subscription_id, d.attempts, d.ordering_key
    )`;
 
 /** Joins the event body and subscription to the rows just leased; `slot` (SQL) gives a rate-limited attempt its start. */
 const load = (slot: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
-          s.attempt_timeout_ms, ${slot} AS slot_ms
+          s.attempt_timeout_ms, ${slot} AS slot_ms, c.ordering_key
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
    JOIN outbound_subscriptions s ON s.id = c.subscription_id`;
@@ -297,7 +299,8 @@ const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
      FROM bumped b
      CROSS JOIN LATERAL (
        SELECT d.id FROM outbound_deliveries d
-       WHERE d.subscription_id = b.id AND d.status = 'pending' AND ${NO_LIVE_LEASE("d")}
+       -- Not a delivery waiting its turn in its ordering key (migration 013): only a key's head goes.
+       WHERE d.subscription_id = b.id AND d.status = 'pending' AND d.next_attempt_at <> 'infinity' AND ${NO_LIVE_LEASE("d")}
        ORDER BY d.created_at, d.id
        LIMIT 1
        FOR UPDATE SKIP LOCKED

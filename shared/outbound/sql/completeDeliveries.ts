@@ -1,5 +1,6 @@
 /** Writing a batch of finished attempts: health, delivery state and attempt log in one transaction. */
-import type { Queryable } from "../../db/port.js";
+import type { Database, Queryable } from "../../db/port.js";
+import { NOTIFY_CHANNEL } from "../notify.js";
 import { prepared } from "../../db/prepared.js";
 import type { HealthPolicy } from "../health.js";
 import { DEFAULT_HEALTH_POLICY, summariseHealth } from "../health.js";
@@ -106,7 +107,28 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        updated_at = now()
      FROM c
      WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
-     RETURNING d.id
+     RETURNING d.id, d.subscription_id, d.ordering_key, d.ordering_seq, d.status
+   ),
+   -- Ordered delivery (migration 013): a key's head delivered moves the head on; dead, it blocks
+   -- the key (until a replay or a skip); a retry leaves it. Keys locked in order (an enqueue locks
+   -- them in that order too). The next delivery is made due by RELEASE_NEXT, a statement of its
+   -- own: this one's snapshot predates an enqueue that held the key until just now.
+   heads AS (
+     SELECT k.subscription_id, k.ordering_key, a.status
+     FROM applied a
+     JOIN outbound_ordering_keys k ON k.subscription_id = a.subscription_id AND k.ordering_key = a.ordering_key AND k.head_seq = a.ordering_seq
+     WHERE a.ordering_seq IS NOT NULL AND a.status <> 'pending'
+     ORDER BY k.subscription_id, k.ordering_key
+     FOR UPDATE OF k
+   ),
+   moved AS (
+     UPDATE outbound_ordering_keys k SET
+       head_seq = CASE WHEN h.status = 'delivered' THEN k.head_seq + 1 ELSE k.head_seq END,
+       blocked_at = CASE WHEN h.status = 'dead' THEN now() END,
+       updated_at = now()
+     FROM heads h
+     WHERE k.subscription_id = h.subscription_id AND k.ordering_key = h.ordering_key
+     RETURNING k.subscription_id, k.ordering_key, h.status
    ),
    -- Every attempt is logged, a stale one too, unless its delivery is gone (purged by retention
    -- while this lease was long expired): an attempt log row needs a delivery to belong to.
@@ -119,7 +141,32 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    )
    SELECT 'delivery' AS kind, id, NULL AS old_status, NULL AS status FROM applied
    UNION ALL
-   SELECT 'subscription', id, old_status, status FROM health`);
+   SELECT 'subscription', id, old_status, status FROM health
+   UNION ALL
+   SELECT 'key', subscription_id, ordering_key, status FROM moved`);
+
+/**
+ * Makes due the new head of each key given ($1 subscriptions, $2 keys) that is waiting, and wakes
+ * the relays ($3). Run after COMPLETE_BATCH (or a skip) in its transaction, which holds the keys'
+ * rows: its snapshot, taken after those locks, sees every delivery an enqueue added to them.
+ */
+export const RELEASE_NEXT = prepared("outbound_release_next", `WITH released AS (
+     UPDATE outbound_deliveries d SET next_attempt_at = now(), updated_at = now()
+     FROM unnest($1::text[], $2::text[]) AS m(subscription_id, ordering_key)
+     JOIN outbound_ordering_keys k ON k.subscription_id = m.subscription_id AND k.ordering_key = m.ordering_key
+     WHERE d.subscription_id = k.subscription_id AND d.ordering_key = k.ordering_key AND d.ordering_seq = k.head_seq
+       AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
+     RETURNING d.id
+   ),
+   woken AS (SELECT pg_notify($3, '') FROM (SELECT 1 FROM released LIMIT 1) AS any_released)
+   SELECT (SELECT count(*) FROM released)::int AS n, (SELECT count(*) FROM woken)::int AS woken`);
+
+/** Makes the given keys' next deliveries due (see RELEASE_NEXT); how many were. */
+export async function releaseNext(q: Queryable, keys: readonly { subscriptionId: string; orderingKey: string }[]): Promise<number> {
+  if (keys.length === 0) return 0;
+  const { rows } = await q.query<{ n: number }>(RELEASE_NEXT, [keys.map((k) => k.subscriptionId), keys.map((k) => k.orderingKey), NOTIFY_CHANNEL]);
+  return rows[0]?.n ?? 0;
+}
 
 /**
  * Applies a batch of completions with `unnest`, in one statement whatever the batch size: the
@@ -132,13 +179,18 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
  * nothing else may wait on the same rows in another order: an operator's resume touches only
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
-export async function completeDeliveries(db: Queryable, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
+export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], transitions: [] };
+  // A batch with ordered deliveries moves keys on and then makes their next deliveries due: two
+  // statements that must commit together (or a crash between them would leave a key stuck).
+  if ("transaction" in db && completions.some((c) => c.delivery.orderingKey != null)) {
+    return db.transaction((tx) => completeDeliveries(tx, completions, health));
+  }
   const updates = summariseHealth(completions);
   // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
   // attempt is logged, even a stale one (the request did reach, or try to reach, the receiver),
   // unless retention has deleted its delivery meanwhile.
-  const { rows } = await db.query<{ kind: "delivery" | "subscription"; id: string; old_status: string | null; status: string | null }>(
+  const { rows } = await db.query<{ kind: "delivery" | "subscription" | "key"; id: string; old_status: string | null; status: string | null }>(
     COMPLETE_BATCH,
     [
       updates.map((u) => u.subscriptionId),
@@ -166,6 +218,8 @@ export async function completeDeliveries(db: Queryable, completions: readonly Co
       updates.map((u) => u.probeSucceeded),
     ],
   );
+  const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));
+  await releaseNext(db, moved);
   const accepted = new Set(rows.filter((r) => r.kind === "delivery").map((r) => r.id));
   return {
     accepted: [...accepted],
