@@ -88,7 +88,7 @@ function operation(route: Route): JsonSchema {
     responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
     security: route.auth === "admin" ? [{ bearer: [] }] : [],
     // Who may call it, as enforced (docs/tenancy.md); the scope test walks the document by it.
-    ...(route.auth === "admin" && access ? { "x-access": { action: access.action, audience: access.audience, ...(access.resource ? { resource: access.resource } : {}) } } : {}),
+    ...(route.auth === "admin" && access ? { "x-access": { action: access.action, audience: access.audience, ...(access.resource ? { resource: access.resource, param: access.param ?? "id" } : {}) } } : {}),
   };
   if (doc.body) {
     out.requestBody = {

@@ -26,9 +26,11 @@ const OWNER_SQL: Record<ResourceKind, string> = {
   // A delivery belongs to its subscription's application (fan-out, resends, tests and backfills
   // only ever pair an event with subscriptions of its own application).
   delivery: "SELECT s.application_id FROM outbound_deliveries d JOIN outbound_subscriptions s ON s.id = d.subscription_id WHERE d.id = $1",
+  deadLetter: "SELECT s.application_id FROM outbound_deliveries d JOIN outbound_subscriptions s ON s.id = d.subscription_id WHERE d.id = $1",
 };
 
-const NOUN: Record<ResourceKind, string> = { application: "application", subscription: "subscription", event: "event", delivery: "delivery" };
+/** As the repositories' NotFoundError names each: another application's resource answers exactly as a missing one. */
+const NOUN: Record<ResourceKind, string> = { application: "application", subscription: "subscription", event: "event", delivery: "delivery", deadLetter: "dead letter" };
 
 /** The application owning resource `id` of `kind`, or null when there is none with that id. */
 export async function ownerOf(q: Queryable, kind: ResourceKind, id: string): Promise<string | null> {

@@ -13,8 +13,12 @@
  * application's resource, as if it did not exist (its existence is not leaked).
  */
 
-/** Kinds of resource an operation's path can name, each owned by one application. */
-export type ResourceKind = "application" | "subscription" | "event" | "delivery";
+/**
+ * Kinds of resource an operation's path can name, each owned by one application. `deadLetter` is a
+ * delivery named as the dead-letter routes name it, so that another application's answers the same
+ * 404 as an id that does not exist.
+ */
+export type ResourceKind = "application" | "subscription" | "event" | "delivery" | "deadLetter";
 
 export interface AccessRule {
   /** `read` shows something; `write` changes something (refused to read-only keys, audited). */

@@ -172,7 +172,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       return { status: 200, body: await replayDeadLetters(db, selection, { requestedBy, applicationId }) };
     }),
     route("GET", "/dead-letters/:id", {
-      operationId: "getDeadLetter", access: { action: "read", audience: "application", resource: "delivery" }, tag: "Dead letters", summary: "Get a dead letter with its body, attempts and replays",
+      operationId: "getDeadLetter", access: { action: "read", audience: "application", resource: "deadLetter" }, tag: "Dead letters", summary: "Get a dead letter with its body, attempts and replays",
       responses: { 200: { description: "The dead letter.", schema: deadLetterSchema } },
     }, async (req) => ({ status: 200, body: await getDeadLetter(db, req.params.id!) })),
     route("POST", "/dead-letters/:id/replay", {
