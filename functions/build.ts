@@ -8,10 +8,11 @@ import { cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ADMIN_FILES } from "../shared/admin/assets.js";
 
 export const CLOUDS = ["aws", "azure", "gcp"] as const;
 /** `migrate` runs once per deploy with the database owner's rights (shared/cloud/prepareDatabase.ts). */
-export const FUNCTIONS = ["ingest", "processor", "relay", "migrate"] as const;
+export const FUNCTIONS = ["ingest", "processor", "relay", "migrate", "management"] as const;
 export type Cloud = (typeof CLOUDS)[number];
 export type FunctionName = (typeof FUNCTIONS)[number];
 
@@ -127,6 +128,16 @@ const trims: Plugin = {
       const source = await readFile(args.path, "utf8");
       if (!source.includes(MIGRATIONS_URL)) throw new Error(`${args.path} no longer reads ${MIGRATIONS_URL}; update the bundling of migrations in functions/build.ts.`);
       return { contents: source.replace(MIGRATIONS_URL, JSON.stringify("./sql/migrations/")), loader: "ts" };
+    });
+    // The admin page's files are read from shared/admin/ locally; a bundle has no such folder, so
+    // the management function carries their text (only it reaches assetFiles.ts).
+    b.onLoad({ filter: /shared[\\/]admin[\\/]assetFiles\.ts$/ }, async (args) => {
+      const files: Record<string, string> = {};
+      for (const name of Object.keys(ADMIN_FILES)) files[name] = await readFile(join(dirname(args.path), name), "utf8");
+      return {
+        contents: `const FILES = ${JSON.stringify(files)};\nexport async function readAssetFile(name) { if (!Object.hasOwn(FILES, name)) throw new Error("admin file " + name + " is not in the bundle"); return FILES[name]; }`,
+        loader: "js",
+      };
     });
     b.onResolve({ filter: /^\.\.?\// }, (args) => {
       if (!args.importer.startsWith(join(root, "shared")) && !args.importer.startsWith(join(root, "functions"))) return undefined;

@@ -8,8 +8,8 @@ import type { Config } from "./config.js";
 import type { PlatformContext } from "./context.js";
 import { openDatabase } from "./db/open.js";
 import { installLocalKeyring } from "./crypto/localKeys.js";
-import { isUnavailable, type Database } from "./db/port.js";
-import { HttpError, type Route } from "./server/router.js";
+import type { Database } from "./db/port.js";
+import type { Route } from "./server/router.js";
 import { createLogger } from "./telemetry/log.js";
 import type { Authenticator } from "./server/auth.js";
 import { apiKeyAuthenticator } from "./tenancy/authenticate.js";
@@ -96,10 +96,5 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
   };
 }
 
-/** Database outages become 503 with Retry-After, so senders and callers retry later. */
-export function mapPlatformError(error: unknown): HttpError | undefined {
-  if (isUnavailable(error)) {
-    return new HttpError(503, "database_unavailable", "The database is unavailable; retry later.", undefined, { "retry-after": "5" });
-  }
-  return undefined;
-}
+// Where the management routes are, with them: the cloud functions map errors the same way.
+export { mapPlatformError } from "./server/management.js";

@@ -18,7 +18,7 @@ import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
 import { databaseTlsShape, openCloudDatabase } from "../../shared/cloud/database.js";
 import { once } from "../../shared/cloud/once.js";
-import { FunctionConfigError, poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
@@ -43,6 +43,10 @@ const shape = {
   WEBHOOKS_VERIFY_IN_PROCESSOR: z._default(z.enum(["true", "false"]), "false"),
   /** The alert webhook's signing secret (whsec_…), read by the relay when ALERT_WEBHOOK_URL is set. */
   WEBHOOKS_ALERT_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
+  /** The management API's admin token (Secrets Manager, SecretString = the token): the management function's. */
+  WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
+  /** Where the ingress mounts the management API (e.g. `/api`); absent: at the root. */
+  WEBHOOKS_MANAGEMENT_BASE_PATH: z.optional(managementBasePath),
 };
 
 export type AwsSettings = ReturnType<typeof readAwsSettings>;
@@ -109,6 +113,11 @@ export interface AwsRuntime {
   tuning: Config;
   /** The tuning with ALERT_WEBHOOK_SECRET read from `WEBHOOKS_ALERT_SECRET_ARN` when that is set (the relay's). */
   relayTuning(): Promise<Config>;
+  /**
+   * The management API's admin token from `WEBHOOKS_ADMIN_TOKEN_SECRET_ARN` (cached five minutes,
+   * so a rotation is picked up); undefined when the setting is absent. Throws when unreadable.
+   */
+  adminToken(): Promise<string | undefined>;
 }
 
 export function createAwsRuntime(env: Record<string, string | undefined> = process.env, clients: AwsClients = {}): AwsRuntime {
@@ -150,6 +159,7 @@ export function createAwsRuntime(env: Record<string, string | undefined> = proce
       return clients.queue(settings);
     }),
     objectStore: once(async () => (clients.objectStore ? clients.objectStore(settings) : undefined)),
+    adminToken: async () => (settings.WEBHOOKS_ADMIN_TOKEN_SECRET_ARN ? (await secretString(settings.WEBHOOKS_ADMIN_TOKEN_SECRET_ARN)).trim() : undefined),
     relayTuning: async () => {
       if (!settings.WEBHOOKS_ALERT_SECRET_ARN) return tuning;
       try {

@@ -14,7 +14,7 @@ import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/i
 import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
 import { once } from "../../shared/cloud/once.js";
-import { FunctionConfigError, poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
@@ -43,6 +43,8 @@ const shape = {
   WEBHOOKS_RETRY_MAX_ATTEMPTS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(100)), 5),
   /** The first retry's delay, seconds; each next one doubles, up to 15 minutes. Default: 30. */
   WEBHOOKS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(900)), 30),
+  /** Where the management API is mounted, the host's route prefix included (`/api`); absent: at the root. */
+  WEBHOOKS_MANAGEMENT_BASE_PATH: z.optional(managementBasePath),
 };
 
 /** Settings only the Functions host reads: the binding expressions of the timer triggers (`%…%`). */
@@ -66,6 +68,11 @@ export interface AzureRuntime {
   ownerDatabase(): Promise<Database>;
   queue(): Promise<QueueAdapter>;
   objectStore(): Promise<ObjectStore | undefined>;
+  /**
+   * The management API's admin token: app setting ADMIN_TOKEN, a Key Vault reference the platform
+   * resolves before the code runs; undefined when unset. Throws when the reference is unresolved.
+   */
+  adminToken(): Promise<string | undefined>;
 }
 
 /** How a function opens the clients it uses; a function that never sends passes neither. */
@@ -99,7 +106,21 @@ export function createAzureRuntime(env: Record<string, string | undefined> = pro
       return connectors.queue(settings);
     }),
     objectStore: once(async () => (connectors.objectStore ? connectors.objectStore(settings) : undefined)),
+    adminToken: async () => keyVaultValue("ADMIN_TOKEN", env.ADMIN_TOKEN),
   };
+}
+
+/**
+ * An app setting that is a Key Vault reference: the platform replaces it with the secret's value,
+ * or leaves the reference text in place when it cannot (no access, no such secret, the identity
+ * not yet granted). That text must never be taken for the value.
+ */
+export function keyVaultValue(name: string, value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  if (/^@Microsoft\.KeyVault\(/i.test(value.trim())) {
+    throw new FunctionConfigError(`App setting ${name} is a Key Vault reference the platform could not resolve (the app's identity cannot read the secret, or it does not exist); check the reference's status in the Function App's configuration.`);
+  }
+  return value;
 }
 
 let shared: AzureRuntime | undefined;

@@ -20,7 +20,7 @@ import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/i
 import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
 import { once } from "../../shared/cloud/once.js";
-import { FunctionConfigError, poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 
 const shape = {
@@ -46,6 +46,8 @@ const shape = {
   WEBHOOKS_DB_POOL_MAX: poolSize,
   /** Seconds the relay may run (its timeout minus a margin). Default: 240. */
   WEBHOOKS_RELAY_BUDGET_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(10), z.lte(3600)), 240),
+  /** Where the gateway mounts the management API (e.g. `/api`, kept in the path); absent: at the root. */
+  WEBHOOKS_MANAGEMENT_BASE_PATH: z.optional(managementBasePath),
 };
 
 export type GcpSettings = ReturnType<typeof readGcpSettings>;
@@ -65,6 +67,8 @@ export interface GcpRuntime {
   /** The dead-letter topic, or undefined when WEBHOOKS_DEAD_LETTER_TOPIC is not set. */
   deadLetterTopic(): Promise<PubSubPublisher | undefined>;
   objectStore(): Promise<ObjectStore | undefined>;
+  /** The management API's admin token: env ADMIN_TOKEN, a Secret Manager secret the stack mounts; undefined when unset. */
+  adminToken(): Promise<string | undefined>;
 }
 
 /** How a function opens the clients it uses; the relay and migrate pass neither. Read at first use. */
@@ -104,6 +108,7 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
     }),
     deadLetterTopic: once(async () => (settings.WEBHOOKS_DEAD_LETTER_TOPIC ? publisher(settings.WEBHOOKS_DEAD_LETTER_TOPIC) : undefined)),
     objectStore: once(async () => (connectors.objectStore ? connectors.objectStore(settings) : undefined)),
+    adminToken: async () => (env.ADMIN_TOKEN?.trim() ? env.ADMIN_TOKEN : undefined),
   };
 }
 

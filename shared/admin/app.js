@@ -14,8 +14,12 @@ let selectedDelivery = null;
 
 class Unauthorized extends Error {}
 
+// Where the API is: the folder above this script's (`/admin/app.js` → ``, `/api/admin/app.js` →
+// `/api` when an ingress mounts the API under a prefix, as the cloud stacks do).
+const API_BASE = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+
 async function api(method, path, body) {
-  const res = await fetch(path, {
+  const res = await fetch(API_BASE + path, {
     method,
     headers: {
       authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) ?? ""}`,

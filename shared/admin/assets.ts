@@ -1,15 +1,17 @@
 /**
  * The admin page's static files (index.html, app.js, app.css in this folder), read once and served
- * as strings. No build step: what is in the folder is what the browser gets.
+ * as strings. No build step: what is in the folder is what the browser gets (the cloud bundles
+ * carry the same files' text, embedded by functions/build.ts: ./assetFiles.ts).
  */
-import { readFile } from "node:fs/promises";
+import { readAssetFile } from "./assetFiles.js";
 
 export interface Asset {
   contentType: string;
   body: string;
 }
 
-const FILES: Record<string, string> = {
+/** The page's files and their types (functions/build.ts embeds exactly these). */
+export const ADMIN_FILES: Record<string, string> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
@@ -19,11 +21,11 @@ const cache = new Map<string, Promise<Asset>>();
 
 /** One of the page's files, or undefined for any other name. */
 export function adminAsset(name: string): Promise<Asset> | undefined {
-  const contentType = FILES[name];
+  const contentType = Object.hasOwn(ADMIN_FILES, name) ? ADMIN_FILES[name] : undefined;
   if (!contentType) return undefined;
   let asset = cache.get(name);
   if (!asset) {
-    asset = readFile(new URL(`./${name}`, import.meta.url), "utf8").then((body) => ({ contentType, body }));
+    asset = readAssetFile(name).then((body) => ({ contentType, body }));
     // A failed read must not be cached forever.
     asset.catch(() => cache.delete(name));
     cache.set(name, asset);

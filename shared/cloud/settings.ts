@@ -33,3 +33,6 @@ export function readSettings<T extends z.core.$ZodShape>(shape: T, env: Record<s
 }
 
 export const poolSize = z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(20)), 2);
+
+/** A path prefix such as `/api` (letters, digits, `-`, `_`, `.`, `/`), where an ingress mounts the management API. */
+export const managementBasePath = z.string().check(z.regex(/^\/?[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*\/?$/, "a path prefix such as /api"));

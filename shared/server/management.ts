@@ -10,8 +10,9 @@
  * serves; the document describes it either way.
  */
 import type { PlatformContext } from "../context.js";
+import { isUnavailable } from "../db/port.js";
 import { healthSchema } from "./schemas.js";
-import type { Route } from "./router.js";
+import { HttpError, type Route } from "./core.js";
 import { adminRoutes } from "./routes/admin.js";
 import { documentRoutes } from "./routes/document.js";
 import { inboxRoutes, RECEIVE_WEBHOOK_DOC } from "./routes/inbound.js";
@@ -82,6 +83,22 @@ function wakingRelay(ctx: ManagementContext, route: Route): Route {
   };
 }
 
+/**
+ * The admin page behind a base path: its own files are linked from `/admin/…`, so they are linked
+ * from `<base>/admin/…` instead (app.js finds the API from where it was loaded itself).
+ */
+function pageUnderBase(route: Route): Route {
+  if (route.method !== "GET" || route.path !== "/admin") return route;
+  return {
+    ...route,
+    handler: async (req) => {
+      const response = await route.handler(req);
+      if (!req.basePath || typeof response.body !== "string") return response;
+      return { ...response, body: response.body.replace(/(href|src)="\/admin\//g, `$1="${req.basePath}/admin/`) };
+    },
+  };
+}
+
 /** Every management route, instrumented, with `/openapi.json` and `/docs` describing them. */
 export function managementRoutes(ctx: ManagementContext, options: ManagementOptions = {}): Route[] {
   // Every authenticated route is authorized by what its doc declares, and its changes audited
@@ -94,7 +111,7 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
     ...inboxRoutes(ctx),
     ...adminRoutes(ctx),
     ...tenancyRoutes(ctx),
-  ], ctx.db, ctx.logger)).map((route) => wakingRelay(ctx, route));
+  ], ctx.db, ctx.logger)).map((route) => pageUnderBase(wakingRelay(ctx, route)));
   // Served by another function on this host: documented all the same, never mounted here.
   const elsewhere: Route[] = options.ingest ? [] : [{
     method: "POST", path: "/webhooks/:partner", auth: "none", doc: RECEIVE_WEBHOOK_DOC,
@@ -102,4 +119,12 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
   }];
   routes.push(...documentRoutes(routes, elsewhere));
   return routes;
+}
+
+/** Database outages become 503 with Retry-After, so senders and callers retry later. */
+export function mapPlatformError(error: unknown): HttpError | undefined {
+  if (isUnavailable(error)) {
+    return new HttpError(503, "database_unavailable", "The database is unavailable; retry later.", undefined, { "retry-after": "5" });
+  }
+  return undefined;
 }

@@ -32,7 +32,7 @@ beforeAll(async () => {
   outDir = await mkdtemp(join(tmpdir(), "function-bundles-"));
   built = await buildFunctions(outDir);
   for (const cloud of CLOUDS) {
-    for (const name of ["ingest", "processor", "relay", "migrate"]) {
+    for (const name of ["ingest", "processor", "relay", "migrate", "management"]) {
       const meta = JSON.parse(await readFile(join(outDir, cloud, `${name}.meta.json`), "utf8")) as { outputs: Record<string, Output> };
       metas.set(`${cloud}/${name}`, meta.outputs);
     }
@@ -58,12 +58,26 @@ const has = (fn: string, pattern: RegExp, which: "all" | "atImport" = "all") => 
 describe("every function bundle", () => {
   it("loads under 1 MiB at import, and all its chunks (what is zipped) stay under 4 MiB", () => {
     expect(built.map((f) => `${f.cloud}/${f.name}`).sort()).toEqual(
-      ["aws/ingest", "aws/migrate", "aws/processor", "aws/relay", "azure/ingest", "azure/migrate", "azure/processor", "azure/relay",
-        "gcp/ingest", "gcp/migrate", "gcp/processor", "gcp/relay"],
+      ["aws/ingest", "aws/management", "aws/migrate", "aws/processor", "aws/relay", "azure/ingest", "azure/management", "azure/migrate", "azure/processor", "azure/relay",
+        "gcp/ingest", "gcp/management", "gcp/migrate", "gcp/processor", "gcp/relay"],
     );
     for (const f of built) {
       expect(f.loadedBytes, `${f.cloud}/${f.name} at import`).toBeLessThan(IMPORT_BUDGET);
       expect(f.bytes, `${f.cloud}/${f.name} in all`).toBeLessThan(ZIP_BUDGET);
+    }
+  });
+});
+
+describe("the management function bundles", () => {
+  it("carry the admin page's files (embedded, no folder to read at run time) and no queue, storage or PGlite code; only they carry the page", async () => {
+    for (const cloud of CLOUDS) {
+      const index = await readFile(join(outDir, cloud, "management", "index.mjs"), "utf8");
+      // A piece of each file, as the browser gets it: index.html, app.js, app.css.
+      expect(index, cloud).toContain("<title>webhooks admin</title>");
+      expect(index, cloud).toContain("webhooks.adminToken");
+      expect(index, cloud).toContain("--fg: #1d2430");
+      expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-sqs|@aws-sdk\/client-s3|@azure\/service-bus|@azure\/storage-blob|@google-cloud\/pubsub|@google-cloud\/storage|@electric-sql)\//), cloud).toBe(false);
+      for (const name of ["ingest", "processor", "relay", "migrate"]) expect(has(`${cloud}/${name}`, /shared\/admin\/app\.js$|shared\/admin\/assetFiles\.ts$/), `${cloud}/${name}`).toBe(false);
     }
   });
 });

@@ -1,0 +1,17 @@
+import { app, type HttpRequest } from "@azure/functions";
+import { managementHttpWith } from "./managementHttp.js";
+import { azureRuntime } from "./runtime.js";
+
+/**
+ * The registered handler, exported too so the bundle can be driven outside the host. Its runtime
+ * has no connectors: the management API reads and writes the database only.
+ */
+export const handler = (request: HttpRequest) => managementHttpWith(() => azureRuntime(), request);
+
+app.http("management", {
+  // Every method reaches the API, which answers 405 with `Allow` itself (the host would answer 404).
+  methods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+  authLevel: "anonymous", // the API checks its own bearer token
+  route: "{*path}",
+  handler,
+});

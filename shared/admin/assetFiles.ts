@@ -1,0 +1,9 @@
+/**
+ * Reads one of the admin page's files from this folder. The cloud bundles have no such folder:
+ * functions/build.ts replaces this module with one that holds the files' text (read at build).
+ */
+import { readFile } from "node:fs/promises";
+
+export function readAssetFile(name: string): Promise<string> {
+  return readFile(new URL(`./${name}`, import.meta.url), "utf8");
+}
