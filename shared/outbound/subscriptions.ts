@@ -7,7 +7,8 @@ import type { Queryable } from "../db/port.js";
 import type { DestinationPolicy } from "./destinationPolicy.js";
 import { NotFoundError, OutboundValidationError } from "./errors.js";
 import { eventPatternProblem } from "./eventTypes.js";
-import { generateSecret, isValidSecret } from "./signature.js";
+import { generateSecret, isValidSecret, schemeOf } from "./signature.js";
+import { publicKeyText } from "../crypto/ed25519.js";
 import { parseOrThrow } from "./validation.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { headersSchema } from "./subscriptionHeaders.js";
@@ -36,6 +37,8 @@ export interface Subscription {
   eventTypes: string[];
   /** Present only when created, or when asked for with `includeSecrets`. */
   secrets?: string[];
+  /** With `secrets`: the `whpk_…` public keys of its `whsk_…` (v1a) signing keys, in the same order. */
+  publicKeys?: string[];
   description: string | null;
   /** Per-subscription maximum of attempts; null means the relay's retry policy decides. */
   maxAttempts: number | null;
@@ -80,12 +83,18 @@ export const subscriptionInputSchema = z.strictObject({
       z.maxLength(100, "at most 100 patterns"),
     ),
   secrets: z.optional(
-    z.array(z.string().check(z.refine(isValidSecret, "must be whsec_ followed by the base64 of 24 to 64 bytes (omit secrets to have one generated)")))
+    z.array(z.string().check(z.refine(isValidSecret, "must be whsec_ followed by the base64 of 24 to 64 bytes (v1), or a whsk_ ed25519 signing key (v1a); omit secrets to have one generated")))
       .check(
         z.minLength(1, "give at least one secret, or omit the field to have one generated"),
         z.maxLength(5, "at most 5 secrets at once (rotation keeps two)"),
       ),
   ),
+  /**
+   * How a generated secret signs: `v1` (HMAC-SHA256, `whsec_`, the default) or `v1a` (ed25519,
+   * `whsk_`; receivers verify with the public key from GET /subscriptions/:id/public-keys).
+   * Given secrets sign by their own prefix.
+   */
+  signatureScheme: z.optional(z.enum(["v1", "v1a"])),
   description: z.optional(z.string().check(z.maxLength(500))),
   maxAttempts: z.optional(z.number().check(z.int(), z.gte(1), z.lte(100))),
   // Flow control (issue 15, docs/outbound.md#flow-control). NULL/absent: the relays' defaults.
@@ -137,6 +146,11 @@ export interface SubscriptionRow {
   updated_at: Date;
 }
 
+/** The secrets, and the public keys of those that are v1a signing keys. */
+function withPublicKeys(secrets: string[]): { secrets: string[]; publicKeys: string[] } {
+  return { secrets, publicKeys: secrets.map(publicKeyText).filter((k): k is string => k !== null) };
+}
+
 export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): Subscription {
   const flow: Record<string, unknown> = {};
   for (const [field, column] of Object.entries(FLOW_COLUMNS)) {
@@ -149,7 +163,7 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
     url: row.url,
     eventTypes: row.event_types,
     // Stored encrypted (shared/crypto/subscriptionSecrets.ts); decrypted only for the answer.
-    ...(includeSecrets ? { secrets: openSecrets(row.id, row.secrets) } : {}),
+    ...(includeSecrets ? withPublicKeys(openSecrets(row.id, row.secrets)) : {}),
     description: row.description,
     maxAttempts: row.max_attempts,
     headers: openHeaders(row.id, row.headers),
@@ -189,7 +203,10 @@ export async function createSubscription(
   const valid = parseOrThrow(createSubscriptionSchema, input, "subscription");
   checkDestination(valid.url, options.destinationPolicy);
   const id = `sub_${randomBytes(12).toString("base64url")}`;
-  const secrets = valid.secrets ?? [generateSecret()];
+  if (valid.secrets && valid.signatureScheme) {
+    throw new OutboundValidationError("Invalid subscription: signatureScheme: give either secrets (each signs by its prefix) or signatureScheme (for a generated one), not both.", [{ path: "signatureScheme", message: "give either secrets or signatureScheme" }]);
+  }
+  const secrets = valid.secrets ?? [generateSecret(valid.signatureScheme)];
   const eventTypes = [...new Set(valid.eventTypes)];
   // Secrets and header values are written encrypted, bound to this id (docs/secrets.md).
   const values = [id, valid.url, eventTypes, sealSecrets(id, secrets), valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(sealHeaders(id, valid.headers ?? {}))];
@@ -308,24 +325,44 @@ export async function enableSubscription(q: Queryable, id: string): Promise<Subs
 
 export const secretsInputSchema = z.strictObject({
   secrets: subscriptionInputSchema.shape.secrets,
+  signatureScheme: subscriptionInputSchema.shape.signatureScheme,
 });
 
 /**
  * Rotates signing secrets. With `secrets`, they replace the current ones. Without, a new secret is
  * generated and put first, and the newest current one is kept: every delivery is then signed with
- * both, so receivers can switch at their pace; call again with only the new one to finish.
- * Returns the subscription with its secrets.
+ * both, so receivers can switch at their pace; call again with only the new one to finish. The new
+ * secret signs like the newest current one, or by `signatureScheme` (moving v1 → v1a sends both
+ * signatures meanwhile). Returns the subscription with its secrets (and public keys).
  */
 export async function rotateSecrets(q: Queryable, id: string, input: unknown = {}): Promise<Subscription> {
   const valid = parseOrThrow(secretsInputSchema, input ?? {}, "secret rotation");
-  const { rows } = await q.query<SubscriptionRow>(
-    `UPDATE outbound_subscriptions
-     SET secrets = COALESCE($2::text[], ARRAY[$3::text, secrets[1]]), updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL
-     RETURNING *`,
+  if (valid.secrets && valid.signatureScheme) {
+    throw new OutboundValidationError("Invalid secret rotation: give either secrets or signatureScheme, not both.", [{ path: "signatureScheme", message: "give either secrets or signatureScheme" }]);
+  }
+  // Read, then written only if unchanged: the kind of the newest secret is inside its envelope.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const { rows: current } = await q.query<{ secrets: string[] }>("SELECT secrets FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL", [id]);
+    if (!current[0]) throw new NotFoundError("subscription", id);
+    const stored = current[0].secrets;
+    const newest = stored.length > 0 ? openSecrets(id, stored.slice(0, 1))[0]! : undefined;
     // Sealed for this id before the statement: the database never sees a secret in clear.
-    [id, valid.secrets ? sealSecrets(id, valid.secrets) : null, sealSecrets(id, [generateSecret()])[0]],
-  );
-  if (!rows[0]) throw new NotFoundError("subscription", id);
-  return toSubscription(rows[0], true);
+    const next = valid.secrets
+      ? sealSecrets(id, valid.secrets)
+      : [...sealSecrets(id, [generateSecret(valid.signatureScheme ?? (newest ? schemeOf(newest) : null) ?? "v1")]), ...stored.slice(0, 1)];
+    const { rows } = await q.query<SubscriptionRow>(
+      `UPDATE outbound_subscriptions SET secrets = $2::text[], updated_at = now()
+       WHERE id = $1 AND deleted_at IS NULL AND secrets = $3::text[]
+       RETURNING *`,
+      [id, next, stored],
+    );
+    if (rows[0]) return toSubscription(rows[0], true);
+  }
+  throw new Error(`The secrets of subscription ${id} kept changing while being rotated; rotate again.`);
+}
+
+/** The `whpk_…` public keys of a subscription's v1a signing keys (newest first); empty when it signs with v1 only. */
+export async function getPublicKeys(q: Queryable, id: string): Promise<{ id: string; publicKeys: string[] }> {
+  const sub = await getSubscription(q, id, { includeSecrets: true });
+  return { id: sub.id, publicKeys: sub.publicKeys ?? [] };
 }

@@ -25,6 +25,8 @@ export const subscriptionSchema = z.strictObject({
   url: z.string(),
   eventTypes: z.array(z.string()),
   secrets: z.optional(z.array(z.string())),
+  /** With `secrets`: the `whpk_…` public keys of its v1a (`whsk_…`) signing keys. */
+  publicKeys: z.optional(z.array(z.string())),
   description: nullableText,
   maxAttempts: z.nullable(int),
   headers: z.record(z.string(), z.string()),
@@ -47,6 +49,13 @@ export const subscriptionSchema = z.strictObject({
   updatedAt: time,
   /** Only in the answer to a creation with `backfill`: how many past events were sent. */
   backfilled: z.optional(int),
+});
+
+/** A subscription's v1a public keys (docs/secrets.md#asymmetric-signatures-v1a). */
+export const publicKeysSchema = z.strictObject({
+  id: z.string(),
+  /** `whpk_…` (base64 of the 32-byte ed25519 public key), newest first; empty when it signs with v1 (HMAC) only. */
+  publicKeys: z.array(z.string()),
 });
 
 export const deliverySchema = z.strictObject({

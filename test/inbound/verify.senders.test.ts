@@ -232,8 +232,10 @@ describe("Standard Webhooks (signed with the standardwebhooks library)", () => {
     expect(verifyWebhook(rotating, headersFor({ key: other }), Buffer.from(body), NOW).ok).toBe(true);
   });
 
-  it("a list with no v1 entry is malformed", () => {
-    rejected(verifyWebhook(partner, { ...headersFor(), "webhook-signature": "v1a,ZmFrZQ== v2,abc" }, Buffer.from(body), NOW), 401, "malformed_signature", /v1,<base64>/);
+  it("a list with no v1 or v1a entry is malformed; v1a alone, for a partner without a whpk_ key, says to add one", () => {
+    rejected(verifyWebhook(partner, { ...headersFor(), "webhook-signature": "v2,abc v1b,ZmFrZQ==" }, Buffer.from(body), NOW), 401, "malformed_signature", /v1,<base64>/);
+    // v1a (ed25519) is checked since issue 17 (test/inbound/verify.v1a.test.ts); a whsec_-only partner cannot.
+    rejected(verifyWebhook(partner, { ...headersFor(), "webhook-signature": "v1a,ZmFrZQ== v2,abc" }, Buffer.from(body), NOW), 401, "signature_mismatch", /no whpk_ public key/);
   });
   it("a secret without its whsec_ prefix works too, and a key with + and / is read as base64", () => {
     const key = Buffer.alloc(32, 0xfb); // base64 "+/v7…": not base64url
@@ -276,7 +278,8 @@ describe("Standard Webhooks (signed with the standardwebhooks library)", () => {
     expect(reason(without("webhook-timestamp"))).toBe("The webhook-timestamp header is missing: Standard Webhooks signs the time of sending (seconds since the epoch).");
     expect(reason(without("webhook-signature"))).toBe("The webhook-signature header is missing: sign the request with one of the partner's secrets.");
     expect(reason({ ...h, "webhook-timestamp": "+1764000000" })).toBe("The webhook-timestamp header must be whole seconds since the epoch.");
-    expect(reason({ ...h, "webhook-signature": "v1a,ZmFrZQ==" })).toBe("The webhook-signature header holds no `v1,<base64>` signature.");
+    expect(reason({ ...h, "webhook-signature": "v2,ZmFrZQ==" })).toBe("The webhook-signature header holds no `v1,<base64>` (HMAC) or `v1a,<base64>` (ed25519) signature.");
+    expect(reason({ ...h, "webhook-signature": "v1a,ZmFrZQ==" })).toBe("The webhook-signature header holds only v1a (ed25519) signatures, and this partner has no whpk_ public key among its secrets: add the sender's whpk_ key.");
     expect(reason({ ...h, "webhook-signature": "v1,AAAA, v1,AAAA" })).toBe("The webhook-signature header was sent more than once; send one header with space-separated signatures.");
     expect(reason({ ...h, "webhook-id": "msg_other" })).toBe("No signature in webhook-signature matches this body with any of the partner's current secrets.");
   });

@@ -107,6 +107,7 @@ describeEachBackend("OpenAPI document", (ctx) => {
 
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/new`, eventTypes: ["a.b"], headers: { "x-k": "v" } }, status: 201 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/bf`, eventTypes: ["spec.*"], backfill: { since: new Date(Date.now() - 3_600_000).toISOString() } }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/v1a`, eventTypes: ["a.b"], signatureScheme: "v1a" }, status: 201 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: "not a url", eventTypes: [] }, status: 400 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", raw: "url=x", contentType: "application/x-www-form-urlencoded", status: 415 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: "https://example.com", eventTypes: ["a"] }, token: "wrong-token-wrong-token", status: 401 },
@@ -125,6 +126,10 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "enableSubscription", method: "POST", path: "/subscriptions/sub_missing/enable", status: 404 },
       { operationId: "rotateSecrets", method: "POST", path: `/subscriptions/${gone.id}/secrets`, status: 200 },
       { operationId: "rotateSecrets", method: "POST", path: `/subscriptions/${gone.id}/secrets`, body: { secrets: ["whsec_short"] }, status: 400 },
+      // Issue 17, v1a (ed25519): moving to it, then its public keys.
+      { operationId: "rotateSecrets", method: "POST", path: `/subscriptions/${gone.id}/secrets`, body: { signatureScheme: "v1a" }, status: 200 },
+      { operationId: "getPublicKeys", method: "GET", path: `/subscriptions/${gone.id}/public-keys`, status: 200 },
+      { operationId: "getPublicKeys", method: "GET", path: "/subscriptions/sub_missing/public-keys", status: 404 },
       { operationId: "sendTestEvent", method: "POST", path: `/subscriptions/${s}/test`, status: 201 },
       { operationId: "sendTestEvent", method: "POST", path: `/subscriptions/${s}/test`, body: { type: "Not A Type" }, status: 400 },
       { operationId: "sendTestEvent", method: "POST", path: "/subscriptions/sub_missing/test", status: 404 },

@@ -1,6 +1,8 @@
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { generateSecret, isValidSecret, signatureHeader, InvalidSecretError } from "../../shared/outbound/signature.js";
+import nacl from "tweetnacl";
+import { generateSecret, isValidSecret, schemeOf, signatureHeader, InvalidSecretError } from "../../shared/outbound/signature.js";
+import { publicKeyText } from "../../shared/crypto/ed25519.js";
 
 // The official Standard Webhooks test vector (standard-webhooks/spec, reference implementations).
 const VECTOR = {
@@ -118,11 +120,87 @@ describe("Standard Webhooks signature", () => {
     expect(error).toBeInstanceOf(InvalidSecretError);
     expect(error).toMatchObject({
       name: "InvalidSecretError",
-      message: 'A signing secret must be "whsec_" followed by base64 of 24 to 64 bytes; omit it to have one generated.',
+      message: 'A signing secret must be "whsec_" followed by base64 of 24 to 64 bytes (v1), or "whsk_" followed by base64 of a 32-byte ed25519 seed (v1a); omit it to have one generated.',
     });
   });
 
   it("refuses to sign with no secret at all", () => {
     expect(() => signatureHeader([], "id", 1, "{}")).toThrow(InvalidSecretError);
+  });
+});
+
+/**
+ * v1a (issue 17, Must-show 3): ed25519 signatures made with node:crypto, checked by tweetnacl, an
+ * independent implementation (its own curve arithmetic and SHA-512), on the spec's signed content.
+ */
+describe("Standard Webhooks v1a signature (ed25519)", () => {
+  const seed = Buffer.alloc(32, 0x2a);
+  const pair = nacl.sign.keyPair.fromSeed(seed);
+  const whsk = `whsk_${seed.toString("base64")}`;
+  const entries = (header: string) => header.split(" ").map((e) => e.split(",") as [string, string]);
+  const naclVerifies = (sig: string, content: string, publicKey = pair.publicKey) =>
+    nacl.sign.detached.verify(Buffer.from(content), Buffer.from(sig, "base64"), publicKey);
+
+  it("signs `{id}.{timestamp}.{body}` with ed25519: v1a,<base64 of 64 bytes>, verified by tweetnacl", () => {
+    const header = signatureHeader([whsk], VECTOR.id, VECTOR.timestamp, VECTOR.payload);
+    const [[version, sig]] = entries(header) as [[string, string]];
+    expect(version).toBe("v1a");
+    expect(Buffer.from(sig, "base64")).toHaveLength(64);
+    expect(naclVerifies(sig, `${VECTOR.id}.${VECTOR.timestamp}.${VECTOR.payload}`)).toBe(true);
+    // ed25519 is deterministic: tweetnacl's own signature of the same content is the same bytes.
+    expect(sig).toBe(Buffer.from(nacl.sign.detached(Buffer.from(`${VECTOR.id}.${VECTOR.timestamp}.${VECTOR.payload}`), pair.secretKey)).toString("base64"));
+  });
+
+  it("a changed body, id or timestamp no longer verifies, nor under another key", () => {
+    const [[, sig]] = entries(signatureHeader([whsk], "msg_1", 1700000000, '{"a":1}')) as [[string, string]];
+    expect(naclVerifies(sig, 'msg_1.1700000000.{"a":1}')).toBe(true);
+    expect(naclVerifies(sig, 'msg_1.1700000000.{"a":2}')).toBe(false);
+    expect(naclVerifies(sig, 'msg_2.1700000000.{"a":1}')).toBe(false);
+    expect(naclVerifies(sig, 'msg_1.1700000001.{"a":1}')).toBe(false);
+    expect(naclVerifies(sig, 'msg_1.1700000000.{"a":1}', nacl.sign.keyPair.fromSeed(Buffer.alloc(32, 1)).publicKey)).toBe(false);
+  });
+
+  it("accepts tweetnacl's 64-byte secret key form (seed then public key), signing the same", () => {
+    const long = `whsk_${Buffer.from(pair.secretKey).toString("base64")}`;
+    expect(isValidSecret(long)).toBe(true);
+    expect(signatureHeader([long], "m", 1, "{}")).toBe(signatureHeader([whsk], "m", 1, "{}"));
+  });
+
+  it("rotation and migration: one entry per secret in order, v1 and v1a side by side, each verifiable", () => {
+    const header = signatureHeader([whsk, VECTOR.secret], VECTOR.id, VECTOR.timestamp, VECTOR.payload);
+    const [[v1a, sig], [v1, mac]] = entries(header) as [[string, string], [string, string]];
+    expect([v1a, v1]).toEqual(["v1a", "v1"]);
+    expect(`v1,${mac}`).toBe(VECTOR.signature);
+    expect(naclVerifies(sig, `${VECTOR.id}.${VECTOR.timestamp}.${VECTOR.payload}`)).toBe(true);
+  });
+
+  it("generates v1a signing keys on request: whsk_ + base64 of a 32-byte seed, distinct, each signing v1a", () => {
+    const keys = new Set(Array.from({ length: 20 }, () => generateSecret("v1a")));
+    expect(keys.size).toBe(20);
+    for (const k of keys) {
+      expect(k).toMatch(/^whsk_[A-Za-z0-9+/]{43}=$/);
+      expect(schemeOf(k)).toBe("v1a");
+      expect(isValidSecret(k)).toBe(true);
+      const pub = nacl.sign.keyPair.fromSeed(Buffer.from(k.slice(5), "base64")).publicKey;
+      expect(publicKeyText(k)).toBe(`whpk_${Buffer.from(pub).toString("base64")}`);
+      const [[, sig]] = entries(signatureHeader([k], "m", 1, "{}")) as [[string, string]];
+      expect(naclVerifies(sig, "m.1.{}", pub)).toBe(true);
+    }
+    expect(generateSecret()).toMatch(/^whsec_/);
+    expect(generateSecret("v1")).toMatch(/^whsec_/);
+    expect(schemeOf(generateSecret())).toBe("v1");
+  });
+
+  it.each([
+    ["31 bytes", `whsk_${Buffer.alloc(31, 1).toString("base64")}`],
+    ["33 bytes", `whsk_${Buffer.alloc(33, 1).toString("base64")}`],
+    ["64 bytes whose public half is not the seed's", `whsk_${Buffer.concat([seed, Buffer.alloc(32, 1)]).toString("base64")}`],
+    ["unpadded base64", `whsk_${seed.toString("base64").replace(/=+$/, "")}`],
+    ["a public key (it cannot sign)", `whpk_${Buffer.from(pair.publicKey).toString("base64")}`],
+    ["the prefix alone", "whsk_"],
+  ])("refuses a v1a signing key of %s", (_label, secret) => {
+    expect(isValidSecret(secret)).toBe(false);
+    expect(schemeOf(secret)).toBe(null);
+    expect(() => signatureHeader([secret], "id", 1, "{}")).toThrow(InvalidSecretError);
   });
 });

@@ -12,6 +12,7 @@ import { safeParse } from "../../safeParse.js";
 import { ConfigError } from "../../config.js";
 import { genericSecretKey, PLACEHOLDER, signedPayloadTemplate } from "./genericHmac.js";
 import { standardWebhooksKey } from "./standardWebhooks.js";
+import { publicKeyOf } from "../../crypto/ed25519.js";
 import type { PartnerConfig, Scheme } from "./types.js";
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -33,7 +34,7 @@ const schemas = {
   "standard-webhooks": z.strictObject({
     scheme: z.literal("standard-webhooks"),
     secrets: z.array(
-      z.string().check(z.refine((s: string) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes")),
+      z.string().check(z.refine((s: string) => (standardWebhooksKey(s)?.length ?? 0) >= 16 || publicKeyOf(s) !== null, "must be whsec_ followed by the base64 of at least 16 bytes (v1), or the sender's whpk_ ed25519 public key (v1a)")),
     ).check(z.minLength(1, "list at least one secret (two during a rotation)")),
     toleranceSeconds: tolerance,
     unhandled,

@@ -8,13 +8,13 @@ import {
   createSubscription, createSubscriptionSchema, deleteSubscription, enableSubscription, getSubscription, listSubscriptions, pauseSubscription,
   resumeSubscription, rotateSecrets, sendTestEvent, updateSubscription,
 } from "../../outbound/index.js";
-import { secretsInputSchema } from "../../outbound/subscriptions.js";
+import { getPublicKeys, secretsInputSchema } from "../../outbound/subscriptions.js";
 import { subscriptionChangeSchema } from "../../outbound/subscriptionChanges.js";
 import { testEventSchema } from "../../outbound/operatorSends.js";
 import { createDestinationPolicy } from "../../outbound/destinationPolicy.js";
 import { decodeCursor, isString, page } from "../pagination.js";
 import type { Route } from "../router.js";
-import { deletedSchema, pageOf, sendResultSchema, subscriptionSchema } from "../schemas.js";
+import { deletedSchema, pageOf, publicKeysSchema, sendResultSchema, subscriptionSchema } from "../schemas.js";
 import { cursor, filterText, limit, optionalJson, route } from "./validate.js";
 import { inApplication, listScope } from "../../tenancy/access.js";
 
@@ -83,10 +83,15 @@ export function subscriptionRoutes(ctx: PlatformContext): Route[] {
     }, async (req) => ({ status: 200, body: await enableSubscription(db, id(req)) })),
     route("POST", "/subscriptions/:id/secrets", {
       operationId: "rotateSecrets", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Rotate signing secrets",
-      description: "Without a body, a new secret is generated and put first, and the newest current one kept (deliveries are signed with both); with `secrets`, they replace the current ones.",
+      description: "Without a body, a new secret is generated and put first, and the newest current one kept (deliveries are signed with both); it signs like the newest one, or by `signatureScheme` (`v1a`: an ed25519 `whsk_` key, so a v1 subscription sends both signatures meanwhile). With `secrets`, they replace the current ones.",
       body: secretsInputSchema, bodyRequired: false,
       responses: { 200: { description: "The subscription with its secrets.", schema: subscriptionSchema } },
     }, async (req) => ({ status: 200, body: await rotateSecrets(db, id(req), await optionalJson(req)) })),
+    route("GET", "/subscriptions/:id/public-keys", {
+      operationId: "getPublicKeys", access: { action: "read", audience: "application", resource: "subscription" }, tag: TAG, summary: "Get the v1a public keys",
+      description: "The `whpk_…` ed25519 public keys a receiver verifies this subscription's `v1a` signatures with (newest first; two during a rotation). Empty for a subscription that signs with `v1` (HMAC) only. Public: safe to hand to the receiver.",
+      responses: { 200: { description: "The public keys.", schema: publicKeysSchema } },
+    }, async (req) => ({ status: 200, body: await getPublicKeys(db, id(req)) })),
     route("POST", "/subscriptions/:id/test", {
       operationId: "sendTestEvent", access: { action: "write", audience: "application", resource: "subscription" }, tag: TAG, summary: "Send a test event",
       description: "A new event (type `webhooks.test` unless `type` is given) delivered to this subscription only, whatever its event types, through the normal path.",

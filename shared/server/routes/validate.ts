@@ -6,6 +6,7 @@ import * as z from "zod/mini";
 import { safeParse } from "../../safeParse.js";
 import { EventConflictError, NotADeadLetterError, NotFoundError, NotSubscribedError, OutboundValidationError, PayloadTooLargeError } from "../../outbound/index.js";
 import { formatPath } from "../../outbound/validation.js";
+import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
 import { MAX_PAGE_SIZE } from "../pagination.js";
 import type { OperationDoc } from "../operation.js";
 import { HttpError, type Request, type Response, type Route } from "../router.js";
@@ -18,6 +19,9 @@ export function toHttpError(error: unknown): unknown {
   if (error instanceof NotFoundError) return new HttpError(404, "not_found", error.message, { entity: error.entity, id: error.id });
   if (error instanceof NotADeadLetterError) return new HttpError(409, "not_a_dead_letter", error.message, { id: error.deliveryId, status: error.status });
   if (error instanceof NotSubscribedError) return new HttpError(409, "not_subscribed", error.message, { eventId: error.eventId, subscriptionId: error.subscriptionId });
+  // A stored secret that does not decrypt here (a key id missing from ENCRYPTION_KEYS, no keys at
+  // all): the server's configuration, not the request; the message names the key id, never key bytes.
+  if (isUnreadableSecretError(error)) return new HttpError(500, "secret_unreadable", error.message);
   // SQLSTATE class 22 (data exception): a value PostgreSQL cannot take, such as a NUL character.
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string" && code.startsWith("22")) {
