@@ -19,6 +19,9 @@ export const errorSchema = z.strictObject({
   }),
 });
 
+/** Custom header values are answered in full, so whoever may read a subscription reads them. */
+const CUSTOM_HEADERS_DESCRIPTION = "The custom headers sent with every delivery, names in lower case, values IN FULL as given: treat them as possibly secret (an `authorization` or API-key header for the receiver). Stored encrypted; anyone whose token or key may read this subscription sees them.";
+
 export const subscriptionSchema = z.strictObject({
   id: z.string(),
   applicationId: z.string(),
@@ -29,7 +32,7 @@ export const subscriptionSchema = z.strictObject({
   publicKeys: z.optional(z.array(z.string())),
   description: nullableText,
   maxAttempts: z.nullable(int),
-  headers: z.record(z.string(), z.string()),
+  headers: z.record(z.string(), z.string()).check(z.describe(CUSTOM_HEADERS_DESCRIPTION)),
   paused: z.boolean(),
   pausedAt: nullableTime,
   // Flow control (issue 15, migration 011): present once that migration is applied.

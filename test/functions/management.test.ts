@@ -286,6 +286,9 @@ describe.each(["aws", "azure", "gcp"] as const)("the %s management function", (n
     expect(doc.status).toBe(200);
     expect(parse(doc)).toMatchObject({ openapi: "3.1.0", servers: [{ url: "/api" }] });
     expect(Object.keys(parse(doc).paths)).toEqual(expect.arrayContaining(["/subscriptions", "/dead-letters/{id}/replay", "/webhooks/{partner}"]));
+    // Custom header values are answered in full: the document says they may be secret.
+    const created = parse(doc).paths["/subscriptions"].post.responses["201"].content["application/json"].schema;
+    expect(created.properties.headers.description).toMatch(/possibly secret/);
     const page = await c.call({ method: "GET", path: `${BASE}/admin` });
     expect(page.status).toBe(200);
     expect(page.headers["content-type"]).toMatch(/^text\/html/);
