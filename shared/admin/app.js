@@ -9,6 +9,12 @@ const $ = (id) => document.getElementById(id);
 
 let timer = null;
 let selectedDelivery = null;
+// Who the token is (GET /me): the page shows only what its scope allows. An application key sees
+// its own application's subscriptions, deliveries and dead letters, and no operator section; a
+// read-only key sees no button that changes something. The server enforces the same on every call.
+let scope = { kind: "bootstrap", applicationId: null, access: "write" };
+const isOperator = () => scope.applicationId === null;
+const canWrite = () => scope.access === "write";
 
 // ---- API ---------------------------------------------------------------------------------
 
@@ -33,6 +39,12 @@ async function api(method, path, body) {
   const data = text ? JSON.parse(text) : undefined;
   if (!res.ok) throw new Error(data?.error?.message ?? `${method} ${path} failed with ${res.status}`);
   return data;
+}
+
+// An operator may narrow the lists to one application (an application key is confined to its own).
+function inApplication(path) {
+  const chosen = isOperator() ? $("application").value : "";
+  return chosen ? `${path}${path.includes("?") ? "&" : "?"}applicationId=${encodeURIComponent(chosen)}` : path;
 }
 
 // List answers wrap their rows in one named array: { deadLetters: [...] }, { entries: [...] }, …
@@ -83,7 +95,7 @@ async function replay(path, button, method = "POST") {
 }
 
 async function loadDeadLetters() {
-  const rows = items(await api("GET", "/dead-letters?limit=100"));
+  const rows = items(await api("GET", inApplication("/dead-letters?limit=100")));
   $("dead-count").textContent = String(rows.length);
   $("dead-count").classList.toggle("alert", rows.length > 0);
   $("dead-replay-all").disabled = rows.length === 0;
@@ -93,7 +105,7 @@ async function loadDeadLetters() {
     td(d.attempts),
     td(when(d.deadAt)),
     td(d.deadReason, "reason"),
-    el("td", {}, el("button", { type: "button", onclick: (e) => replay(`/dead-letters/${encodeURIComponent(d.id)}/replay`, e.currentTarget) }, "Replay")),
+    el("td", {}, canWrite() ? el("button", { type: "button", onclick: (e) => replay(`/dead-letters/${encodeURIComponent(d.id)}/replay`, e.currentTarget) }, "Replay") : ""),
   ), "No dead letters.");
 }
 
@@ -109,13 +121,13 @@ async function loadQuarantine() {
     td(q.eventType),
     td(when(q.receivedAt)),
     td(q.quarantineReason ?? q.lastError, "reason"),
-    el("td", {}, el("button", { type: "button", onclick: (e) => replay(`/inbox/${encodeURIComponent(q.id)}/replay`, e.currentTarget) }, "Replay")),
+    el("td", {}, canWrite() ? el("button", { type: "button", onclick: (e) => replay(`/inbox/${encodeURIComponent(q.id)}/replay`, e.currentTarget) }, "Replay") : ""),
   ), "No quarantined entries.");
 }
 
 async function loadDeliveries() {
   const status = $("delivery-status").value;
-  const rows = items(await api("GET", `/deliveries?status=${encodeURIComponent(status)}&limit=100`));
+  const rows = items(await api("GET", inApplication(`/deliveries?status=${encodeURIComponent(status)}&limit=100`)));
   fill($("delivery-rows"), rows, (d) => el("tr", { "data-id": d.id, class: d.id === selectedDelivery ? "selected" : undefined },
     td(el("code", {}, d.id)),
     td(d.eventType),
@@ -151,7 +163,7 @@ async function loadAttempts() {
 }
 
 async function loadSubscriptions() {
-  const rows = items(await api("GET", "/subscriptions?limit=100"));
+  const rows = items(await api("GET", inApplication("/subscriptions?limit=100")));
   fill($("subscription-rows"), rows, (s) => el("tr", { "data-id": s.id },
     td(el("code", {}, s.id)),
     el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : ""),
@@ -167,6 +179,7 @@ async function loadSubscriptions() {
 function subscriptionActions(s) {
   const path = `/subscriptions/${encodeURIComponent(s.id)}`;
   const button = (label, onclick) => el("button", { type: "button", onclick }, label);
+  if (!canWrite()) return [];
   return [
     s.status === "active" ? "" : button("Re-enable", (e) => replay(`${path}/enable`, e.currentTarget)),
     s.paused ? button("Resume", (e) => replay(`${path}/resume`, e.currentTarget)) : button("Pause", (e) => replay(`${path}/pause`, e.currentTarget)),
@@ -229,13 +242,38 @@ async function loadChart() {
 // ---- Lifecycle -------------------------------------------------------------------------------
 
 async function refresh() {
-  const results = await Promise.allSettled([loadChart(), loadDeadLetters(), loadQuarantine(), loadDeliveries(), loadSubscriptions()]);
+  // The chart and the inbox are operators' (an application key is refused them): not even asked for.
+  const sections = isOperator() ? [loadChart(), loadDeadLetters(), loadQuarantine(), loadDeliveries(), loadSubscriptions()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions()];
+  const results = await Promise.allSettled(sections);
   const failed = results.find((r) => r.status === "rejected");
   showError(failed?.reason);
   $("refreshed").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
 
-function signIn() {
+/** Learns the token's scope and shows or hides the sections and buttons by it. */
+async function applyScope() {
+  scope = await api("GET", "/me");
+  for (const node of document.querySelectorAll("[data-operator]")) node.hidden = !isOperator();
+  for (const node of document.querySelectorAll("[data-write]")) node.hidden = !canWrite();
+  const access = canWrite() ? "read-write" : "read-only";
+  if (isOperator()) {
+    $("scope").textContent = `${scope.kind === "bootstrap" ? "admin token" : `operator key ${scope.keyId}`} · ${access}`;
+    const options = items(await api("GET", "/applications?limit=1000")).map((a) => el("option", { value: a.id }, `${a.name} (${a.id})`));
+    const chosen = $("application").value;
+    $("application").replaceChildren(el("option", { value: "" }, "all applications"), ...options);
+    $("application").value = chosen;
+  } else {
+    const app = await api("GET", `/applications/${encodeURIComponent(scope.applicationId)}`);
+    $("scope").textContent = `application ${app.name} (${app.id}) · ${access}`;
+  }
+}
+
+async function signIn() {
+  try {
+    await applyScope();
+  } catch (error) {
+    return signOut(error instanceof Unauthorized ? "That token was refused. Use an API key or the ADMIN_TOKEN printed at start." : error.message);
+  }
   $("login").hidden = true;
   $("app").hidden = false;
   $("session").hidden = false;
@@ -271,17 +309,13 @@ $("login").addEventListener("submit", async (event) => {
   event.preventDefault();
   sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
   $("token").value = "";
-  try {
-    await api("GET", "/subscriptions?limit=1");
-    signIn();
-  } catch (error) {
-    signOut(error instanceof Unauthorized ? "That token was refused. Use the ADMIN_TOKEN printed at start." : error.message);
-  }
+  await signIn();
 });
 $("signout").addEventListener("click", () => signOut());
+$("application").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; refresh(); });
 $("refresh").addEventListener("click", () => refresh());
 $("delivery-status").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; loadDeliveries().catch(showError); });
-$("dead-replay-all").addEventListener("click", (e) => bulk("/dead-letters/replay", { filter: {} }, "dead letter", e.currentTarget));
+$("dead-replay-all").addEventListener("click", (e) => bulk("/dead-letters/replay", { filter: isOperator() && $("application").value ? { applicationId: $("application").value } : {} }, "dead letter", e.currentTarget));
 $("quarantine-replay-all").addEventListener("click", (e) => bulk("/inbox/replay", { status: "quarantined" }, "quarantined inbox entry", e.currentTarget));
 
 if (sessionStorage.getItem(TOKEN_KEY)) signIn();

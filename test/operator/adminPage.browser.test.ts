@@ -84,3 +84,77 @@ suite("admin page in Chromium", (ctx) => {
     expect(await t.undocumentedRequests()).toEqual([]);
   }, 90_000);
 });
+
+/**
+ * Must show 4 of issue 17: the same page, logged in with an application key, shows only that
+ * application's subscriptions, deliveries and dead letters, hides the operator's sections (the
+ * chart, the inbox, the application filter), and manages its own dead letters; with a read-only
+ * key of it, no button that changes something. The default application's rows stay out of sight.
+ */
+suite("admin page in Chromium, logged in with an application key", (ctx) => {
+  let t: TestPlatform;
+  let receiver: TestReceiver;
+  let browser: Browser;
+
+  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
+  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
+  afterAll(async () => { await browser?.close(); });
+
+  it("shows only its application's data, without the operator's sections; a read-only key gets no buttons", async () => {
+    receiver.answer = 400;
+    // Another tenant's rows (the default application's): a subscription and a dead letter.
+    const theirs = await makeDeadLetter(t, `${receiver.url}/theirs`, `theirs-${ctx.backend}`);
+    const app = await t.api("POST", "/applications", { name: "Acme" });
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/acme`, eventTypes: ["acme.*"], maxAttempts: 1, applicationId: app.id });
+    const sent = await t.api("POST", "/events", { id: `acme-${ctx.backend}`, type: "acme.order", data: { n: 1 }, applicationId: app.id });
+    const mine: string = sent.deliveries[0].id;
+    await expect.poll(async () => (await t.api("GET", `/deliveries/${encodeURIComponent(mine)}`)).status, { timeout: 15_000 }).toBe("dead");
+    const key = await t.api("POST", "/keys", { applicationId: app.id, description: "Acme portal" });
+
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const seen: string[] = [];
+    page.on("request", (r) => seen.push(`${r.method()} ${new URL(r.url()).pathname}`));
+    await page.goto(`${t.baseUrl}/admin`);
+    await page.fill("#token", key.key);
+    await page.click("#login button[type=submit]");
+    const row = page.locator(`#dead-rows tr[data-id="${mine}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.textContent("#scope")).toContain(`application Acme (${app.id})`);
+
+    // Only its own rows: one dead letter, one subscription; the other tenant's nowhere on the page.
+    expect(await page.locator("#dead-rows tr").count()).toBe(1);
+    expect(await page.locator("#subscription-rows tr").count()).toBe(1);
+    expect(await page.locator(`#subscription-rows tr[data-id="${sub.id}"]`).count()).toBe(1);
+    await page.selectOption("#delivery-status", "dead");
+    await expect.poll(async () => (await page.locator("#delivery-rows tr").allTextContents()).join("|")).toContain(mine);
+    const text = await page.textContent("body");
+    for (const other of [theirs.deliveryId, theirs.subscriptionId]) expect(text).not.toContain(other);
+    // The operator's sections are hidden, and were never asked for.
+    for (const id of ["#overview", "#quarantine", "#tenancy"]) expect(await page.isVisible(id), id).toBe(false);
+    expect(seen.filter((r) => /\/(inbox|stats|applications)(\/|\?|$)/.test(r) && !r.endsWith(`/applications/${app.id}`))).toEqual([]);
+
+    // It manages its own: the endpoint is fixed and it replays its dead letter.
+    receiver.answer = 200;
+    await row.getByRole("button", { name: "Replay" }).click();
+    await row.waitFor({ state: "detached", timeout: 15_000 });
+    await expect.poll(async () => (await t.api("GET", `/deliveries/${encodeURIComponent(mine)}`)).status, { timeout: 15_000 }).toBe("delivered");
+    expect((await t.api("GET", `/deliveries/${encodeURIComponent(theirs.deliveryId)}`)).status).toBe("dead");
+    const audit = await t.api("GET", `/audit-log?actor=${key.id}&operation=replayDeadLetter`);
+    expect(audit.entries.map((e: { resourceId: string }) => e.resourceId)).toEqual([mine]);
+
+    // A read-only key of the same application: the same rows, no button that changes anything.
+    const reader = await t.api("POST", "/keys", { applicationId: app.id, access: "read" });
+    await page.click("#signout");
+    await page.fill("#token", reader.key);
+    await page.click("#login button[type=submit]");
+    await page.locator(`#subscription-rows tr[data-id="${sub.id}"]`).waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.textContent("#scope")).toContain("read-only");
+    expect(await page.locator(`#subscription-rows tr[data-id="${sub.id}"] button`).count()).toBe(0);
+    expect(await page.isVisible("#dead-replay-all")).toBe(false);
+
+    expect(pageErrors).toEqual([]);
+    expect(await t.undocumentedRequests()).toEqual([]);
+  }, 90_000);
+});
