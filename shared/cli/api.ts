@@ -20,7 +20,7 @@ export class ApiError extends Error {
 export interface ApiClientOptions {
   /** Base URL of the platform, e.g. `http://127.0.0.1:8080`. */
   url: string;
-  /** The ADMIN_TOKEN. */
+  /** An API key or the ADMIN_TOKEN. */
   token: string;
   /** Per-request timeout in milliseconds. Default: 30 000. */
   timeoutMs?: number;
@@ -68,7 +68,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     if (!res.ok) {
       const err = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
       if (res.status === 401) {
-        throw new ApiError("The platform refused the token (401). Pass the ADMIN_TOKEN printed at start with --token or ADMIN_TOKEN.", 401, err?.code);
+        throw new ApiError("The platform refused the token (401): wrong, or a revoked key. Pass an API key or the ADMIN_TOKEN printed at start with --token (or WEBHOOKS_API_KEY / ADMIN_TOKEN).", 401, err?.code);
       }
       const what = err?.message ?? (text.slice(0, 200) || res.statusText);
       throw new ApiError(`${method} ${path} failed with ${res.status}${err?.code ? ` ${err.code}` : ""}: ${what}`, res.status, err?.code);

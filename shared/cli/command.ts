@@ -35,7 +35,7 @@ export interface Invocation {
   positionals: string[];
   json: boolean;
   io: Io;
-  /** The API client from --url/WEBHOOKS_URL and --token/ADMIN_TOKEN (throws UsageError if no token). */
+  /** The API client from --url/WEBHOOKS_URL and --token/WEBHOOKS_API_KEY/ADMIN_TOKEN (throws UsageError if no token). */
   api(): ApiClient;
 }
 
@@ -64,7 +64,7 @@ export const GLOBAL_OPTIONS: Options = {
 
 export const GLOBAL_HELP = `Global options:
   --url <url>      platform URL (default: $WEBHOOKS_URL, else http://127.0.0.1:$PORT, PORT 8080 if unset)
-  --token <token>  admin bearer token (default: $ADMIN_TOKEN)
+  --token <token>  an API key (whk_…) or the admin token (default: $WEBHOOKS_API_KEY, else $ADMIN_TOKEN)
   --json           print results as JSON on stdout
   -h, --help       show help for this command`;
 
@@ -97,8 +97,8 @@ export function parseInvocation(command: Command, args: string[], io: Io): Invoc
     json: values.json === true,
     io,
     api() {
-      const token = (values.token as string | undefined) ?? io.env.ADMIN_TOKEN;
-      if (!token) throw new UsageError("No admin token: pass --token or set ADMIN_TOKEN (the platform prints it at start).");
+      const token = (values.token as string | undefined) ?? (io.env.WEBHOOKS_API_KEY || io.env.ADMIN_TOKEN);
+      if (!token) throw new UsageError("No token: pass --token or set ADMIN_TOKEN (the platform prints it at start), or set WEBHOOKS_API_KEY to an API key.");
       try {
         const u = new URL(url);
         if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("not http");

@@ -12,22 +12,24 @@ import { subscriptionsDelete, subscriptionsPause, subscriptionsResume, subscript
 import { inboxList, inboxReplay } from "./commands/inbox.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
 import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptionsList } from "./commands/subscriptions.js";
+import { applicationsCreate, applicationsDelete, applicationsList, audit, keysCreate, keysList, keysRevoke } from "./commands/tenancy.js";
 
 export const COMMANDS: Command[] = [
   dlqList, dlqReplay, inboxList, inboxReplay, eventsSend, eventsList, eventsGet, eventsResend,
   subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsUpdate, subscriptionsPause, subscriptionsResume,
   subscriptionsDelete, subscriptionsTest, subscriptionsEnable,
+  applicationsCreate, applicationsList, applicationsDelete, keysCreate, keysList, keysRevoke, audit,
   synth, deploy, compare,
 ];
 
-/** `subs` is accepted for `subscriptions`. */
-const GROUP_ALIASES: Record<string, string> = { subs: "subscriptions" };
+/** `subs` is accepted for `subscriptions`, `apps` for `applications`. */
+const GROUP_ALIASES: Record<string, string> = { subs: "subscriptions", apps: "applications" };
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return `Usage: webhooks <command> [options]
 
-Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, events, the cloud stacks.
+Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, events, applications, API keys, the audit log, the cloud stacks.
 
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary.split(". ")[0]!.replace(/\.$/, "")}`).join("\n")}

@@ -371,6 +371,67 @@ describe("webhooks synth | deploy | compare", { timeout: 120_000 }, () => {
   });
 });
 
+describe("webhooks applications | keys | audit", { timeout: 120_000 }, () => {
+  it("creates an application, a scoped key that sees only it, lists and revokes keys, reads the audit log, deletes the application", async () => {
+    const created = await cli(["applications", "create", "CLI tenant", "--json"]);
+    expect(created.code, created.stderr).toBe(0);
+    const app = JSON.parse(created.stdout);
+    expect(app.id).toMatch(/^app_/);
+    const listed = await cli(["apps", "list"]);
+    expect(listed.stdout).toContain(app.id);
+    expect(listed.stdout).toContain("app_default");
+
+    const made = await cli(["keys", "create", "--application", app.id, "--description", "cli portal"]);
+    expect(made.code, made.stderr).toBe(0);
+    const key = /(whk_[0-9a-f]{16}_[A-Za-z0-9_-]{43})/.exec(made.stdout)![1]!;
+    expect(made.stdout).toContain(`scope ${app.id} (read-write)`);
+    const keyId = `key_${key.slice(4, 20)}`;
+
+    // With the key (WEBHOOKS_API_KEY), subscriptions and events land in its application only.
+    const asKey = { WEBHOOKS_API_KEY: key, ADMIN_TOKEN: "" };
+    const sub = await cli(["subscriptions", "create", "--endpoint", `${receiver.url}/cli-tenant`, "--event", "tenant.*", "--json"], asKey);
+    expect(sub.code, sub.stderr).toBe(0);
+    expect(JSON.parse(sub.stdout).applicationId).toBe(app.id);
+    const mine = await cli(["subscriptions", "list", "--json"], asKey);
+    expect(JSON.parse(mine.stdout).map((s: { applicationId: string }) => s.applicationId)).toEqual([app.id]);
+    await refused(1, "403 forbidden", ["inbox", "list"], asKey);
+    await refused(1, "404 not_found", ["events", "send", "--type", "tenant.x", "--application", "app_default"], asKey);
+    const sent = await cli(["events", "send", "--type", "tenant.x", "--data", "{}", "--json"], asKey);
+    expect(JSON.parse(sent.stdout).deliveries.map((d: { subscriptionId: string }) => d.subscriptionId)).toEqual([JSON.parse(sub.stdout).id]);
+
+    const keys = await cli(["keys", "list", "--application", app.id, "--json"]);
+    expect(JSON.parse(keys.stdout).map((k: { id: string }) => k.id)).toEqual([keyId]);
+    const log = await cli(["audit", "--actor", keyId]);
+    expect(log.code, log.stderr).toBe(0);
+    expect(log.stdout).toContain("createSubscription");
+    expect(log.stdout).toContain("sendEvent");
+
+    await refused(2, "not the key itself", ["keys", "revoke", key]);
+    const revoked = await cli(["keys", "revoke", keyId]);
+    expect(revoked.stdout).toContain(`Revoked ${keyId}`);
+    await refused(1, "refused the token (401)", ["subscriptions", "list"], asKey);
+    expect((await cli(["keys", "list", "--active", "--json"])).stdout).not.toContain(keyId);
+
+    await refused(1, "409 application_in_use", ["applications", "delete", app.id]);
+    const deleted = await cli(["applications", "delete", app.id, "--cascade"]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toContain("1 subscription(s) deleted");
+    expect((await cli(["applications", "list"])).stdout).not.toContain(app.id);
+  });
+
+  it("a read-only key reads but cannot change anything; bad input is refused with the reason", async () => {
+    const made = JSON.parse((await cli(["keys", "create", "--read-only", "--json"])).stdout);
+    const asReader = { WEBHOOKS_API_KEY: made.key, ADMIN_TOKEN: "" };
+    expect((await cli(["subscriptions", "list"], asReader)).code).toBe(0);
+    await refused(1, "403 read_only", ["applications", "create", "nope"], asReader);
+    await refused(1, "404 not_found", ["keys", "create", "--application", "app_missing"]);
+    await refused(2, "Missing argument", ["applications", "create"]);
+    await refused(2, "Missing argument", ["keys", "revoke"]);
+    await refused(1, "404 not_found", ["keys", "revoke", "key_0000000000000000"]);
+    await refused(2, "--limit must be an integer", ["audit", "--limit", "0"]);
+  });
+});
+
 describe("webhooks uses only documented operations", () => {
   it("every request the CLI (and this test) made is an operation of /openapi.json", async () => {
     expect(t.requests.length).toBeGreaterThan(20);

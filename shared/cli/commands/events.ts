@@ -34,12 +34,14 @@ const line = (r: EnqueueResult) =>
 export const eventsSend: Command = {
   name: "events send",
   summary: "Enqueue an outbound event (or a batch from a file) for every subscription that wants its type.",
-  usage: "events send --type <type> [--data <json> | --data-file <path>] [--id <event id>]  |  events send --file <events.json>",
+  usage: "events send --type <type> [--data <json> | --data-file <path>] [--id <event id>] [--application <id>]  |  events send --file <events.json>",
   help: `Options:
   --type <type>        event type, e.g. order.paid (required for one event)
   --data <json>        the event's data (default: null)
   --data-file <path>   read the data from a JSON file instead
   --id <event id>      stable id: sending it again changes nothing (default: generated)
+  --application <id>   the application it is for (default: the default one; an application
+                       key's own). With --file, each event may name its own applicationId
   --file <path>        a JSON array of events ({ id?, type, data, occurredAt? }), up to 1000,
                        enqueued in one transaction (none if one is invalid)
 
@@ -52,11 +54,12 @@ Examples:
     "data-file": { type: "string" },
     id: { type: "string" },
     file: { type: "string" },
+    application: { type: "string" },
   },
   async run(inv) {
     const file = inv.values.file as string | undefined;
     if (file !== undefined) {
-      for (const other of ["type", "data", "data-file", "id"]) {
+      for (const other of ["type", "data", "data-file", "id", "application"]) {
         if (inv.values[other] !== undefined) throw new UsageError(`--file carries whole events: use it without --${other}.`);
       }
       const events = jsonOf(await readText(file, "--file"), `--file ${file}`);
@@ -79,6 +82,7 @@ Examples:
       : inv.values.data === undefined ? null : jsonOf(inv.values.data as string, "--data");
     const body: Record<string, unknown> = { type, data };
     if (inv.values.id !== undefined) body.id = inv.values.id;
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
     const result = await inv.api().post<EnqueueResult>("/events", body);
     inv.io.stdout(inv.json ? printJson(result) : `${line(result)}\n`);
   },

@@ -69,7 +69,7 @@ export const subscriptionsList: Command = {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
@@ -80,6 +80,8 @@ export const subscriptionsCreate: Command = {
   --header <name=value>  a custom header sent with every attempt (repeatable)
   --backfill-since <t>   also send the past events enqueued since t (ISO 8601) whose type matches
   --backfill-until <t>   …and before t
+  --application <id>     the application it belongs to (default: the default one; an
+                         application key's own)
 
 Example:
   webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
@@ -93,6 +95,7 @@ Example:
     header: { type: "string", multiple: true },
     "backfill-since": { type: "string" },
     "backfill-until": { type: "string" },
+    application: { type: "string" },
   },
   async run(inv) {
     const url = inv.values.endpoint as string | undefined;
@@ -109,6 +112,7 @@ Example:
       }
     }
     const body: Record<string, unknown> = { url, eventTypes: events };
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
     if (secrets.length) body.secrets = secrets;
     if (inv.values["max-attempts"] !== undefined) body.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     if (inv.values.description !== undefined) body.description = inv.values.description;

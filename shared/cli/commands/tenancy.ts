@@ -1,0 +1,168 @@
+/**
+ * `webhooks applications create|list|delete`, `webhooks keys create|list|revoke`, `webhooks audit`:
+ * tenants, API keys and the audit log (issue 17, docs/tenancy.md). Operator commands: they need
+ * ADMIN_TOKEN or an operator key (`--token`).
+ */
+import { seg } from "../api.js";
+import { intOption, UsageError, type Command } from "../command.js";
+import { printJson, record, table } from "../output.js";
+import { itemsOf } from "./lists.js";
+
+interface Application { id: string; name: string; createdAt: string }
+interface ApiKey { id: string; applicationId: string | null; access: "write" | "read"; description: string | null; createdBy: string; createdAt: string; revokedAt: string | null }
+interface AuditEntry { id: number; at: string; actor: string; operation: string; method: string; path: string; resourceId: string | null; applicationId: string | null; status: number }
+
+const scopeOf = (k: ApiKey) => `${k.applicationId ?? "operator"} (${k.access === "read" ? "read-only" : "read-write"})`;
+
+export const applicationsCreate: Command = {
+  name: "applications create",
+  summary: "Create an application (a tenant): its subscriptions, events and deliveries are kept apart.",
+  usage: "applications create <name>",
+  help: `Example:
+  webhooks applications create "Acme Corp"
+  webhooks keys create --application app_... --description "Acme's portal"`,
+  positionals: [1, 1],
+  async run(inv) {
+    const name = inv.positionals[0]!;
+    if (!name.trim()) throw new UsageError("Give the application a name, e.g. webhooks applications create \"Acme Corp\".");
+    const app = await inv.api().post<Application>("/applications", { name });
+    inv.io.stdout(inv.json ? printJson(app) : `Created ${app.id}.\n${record({ id: app.id, name: app.name, created: app.createdAt })}`);
+  },
+};
+
+export const applicationsList: Command = {
+  name: "applications list",
+  summary: "List applications (the default one included), in id order.",
+  usage: "applications list [--limit <n>]",
+  help: `Options:
+  --limit <n>   at most n (1-1000, default 100)`,
+  options: { limit: { type: "string" } },
+  async run(inv) {
+    const rows = itemsOf<Application>(await inv.api().get("/applications", { limit: String(intOption(inv, "limit", 100, 1, 1000)) }));
+    if (inv.json) inv.io.stdout(printJson(rows));
+    else inv.io.stdout(table(rows, [
+      { header: "id", value: (r) => r.id },
+      { header: "name", value: (r) => r.name },
+      { header: "created", value: (r) => r.createdAt },
+    ]));
+  },
+};
+
+export const applicationsDelete: Command = {
+  name: "applications delete",
+  summary: "Delete an application. Refused while it has subscriptions, unless --cascade.",
+  usage: "applications delete <application id> [--cascade]",
+  help: `Options:
+  --cascade   also delete its subscriptions: their pending deliveries are cancelled (kept, with
+              their attempts, as history). Its keys are revoked either way.
+
+Its events, deliveries and dead letters stay readable by operators. The default application cannot
+be deleted.`,
+  options: { cascade: { type: "boolean" } },
+  positionals: [1, 1],
+  async run(inv) {
+    const path = `/applications/${seg(inv.positionals[0]!)}${inv.values.cascade ? "?cascade=true" : ""}`;
+    const r = await inv.api().delete<{ id: string; deletedSubscriptions: number; cancelledDeliveries: number; revokedKeys: number }>(path);
+    inv.io.stdout(inv.json ? printJson(r)
+      : `Deleted ${r.id}: ${r.deletedSubscriptions} subscription(s) deleted, ${r.cancelledDeliveries} pending deliveries cancelled (kept as history), ${r.revokedKeys} key(s) revoked.\n`);
+  },
+};
+
+export const keysCreate: Command = {
+  name: "keys create",
+  summary: "Create an API key. The key is printed once; only its hash is kept.",
+  usage: "keys create [--application <id>] [--read-only] [--description <text>]",
+  help: `Options:
+  --application <id>   scope it to one application (default: an operator key, every application)
+  --read-only          it reads, and changes nothing
+  --description <text> what it is for
+
+It works at once, on every server and function, without a restart. Examples:
+  webhooks keys create --read-only --description "dashboards"
+  webhooks keys create --application app_... --description "Acme's portal"`,
+  options: { application: { type: "string" }, "read-only": { type: "boolean" }, description: { type: "string" } },
+  async run(inv) {
+    const body: Record<string, unknown> = { access: inv.values["read-only"] ? "read" : "write" };
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
+    if (inv.values.description !== undefined) body.description = inv.values.description;
+    const key = await inv.api().post<ApiKey & { key: string }>("/keys", body);
+    if (inv.json) inv.io.stdout(printJson(key));
+    else inv.io.stdout(`Created ${key.id}, scope ${scopeOf(key)}. The key, shown this once (send it as Authorization: Bearer <key>):\n\n  ${key.key}\n\n`);
+  },
+};
+
+export const keysList: Command = {
+  name: "keys list",
+  summary: "List API keys (never the keys themselves), revoked ones included unless --active.",
+  usage: "keys list [--application <id>] [--active] [--limit <n>]",
+  help: `Options:
+  --application <id>   only the keys of this application
+  --active             leave out revoked keys
+  --limit <n>          at most n (1-1000, default 100)`,
+  options: { application: { type: "string" }, active: { type: "boolean" }, limit: { type: "string" } },
+  async run(inv) {
+    const rows = itemsOf<ApiKey>(await inv.api().get("/keys", {
+      applicationId: inv.values.application as string | undefined,
+      active: inv.values.active ? "true" : undefined,
+      limit: String(intOption(inv, "limit", 100, 1, 1000)),
+    }));
+    if (inv.json) inv.io.stdout(printJson(rows));
+    else inv.io.stdout(table(rows, [
+      { header: "id", value: (r) => r.id },
+      { header: "scope", value: scopeOf },
+      { header: "description", value: (r) => r.description },
+      { header: "created", value: (r) => `${r.createdAt} by ${r.createdBy}` },
+      { header: "revoked", value: (r) => r.revokedAt },
+    ]));
+  },
+};
+
+export const keysRevoke: Command = {
+  name: "keys revoke",
+  summary: "Revoke an API key at once: its next request is refused (401).",
+  usage: "keys revoke <key id>",
+  help: `Example:
+  webhooks keys revoke key_0123456789abcdef`,
+  positionals: [1, 1],
+  async run(inv) {
+    const id = inv.positionals[0]!;
+    if (id.startsWith("whk_")) throw new UsageError("Give the key's id (key_…, as `webhooks keys list` shows it), not the key itself.");
+    const key = await inv.api().delete<ApiKey>(`/keys/${seg(id)}`);
+    inv.io.stdout(inv.json ? printJson(key) : `Revoked ${key.id} (${scopeOf(key)}) at ${key.revokedAt}.\n`);
+  },
+};
+
+export const audit: Command = {
+  name: "audit",
+  summary: "The audit log: every management change, who made it (key id or bootstrap), newest first.",
+  usage: "audit [--actor <key id|bootstrap>] [--operation <id>] [--application <id>] [--resource <id>] [--limit <n>]",
+  help: `Options:
+  --actor <who>          a key id (key_…) or bootstrap (ADMIN_TOKEN)
+  --operation <id>       an operation id of /openapi.json, e.g. deleteSubscription
+  --application <id>     changes within this application
+  --resource <id>        changes of this resource
+  --limit <n>            at most n (1-1000, default 100)
+
+Example:
+  webhooks audit --actor bootstrap --limit 20`,
+  options: { actor: { type: "string" }, operation: { type: "string" }, application: { type: "string" }, resource: { type: "string" }, limit: { type: "string" } },
+  async run(inv) {
+    const rows = itemsOf<AuditEntry>(await inv.api().get("/audit-log", {
+      actor: inv.values.actor as string | undefined,
+      operation: inv.values.operation as string | undefined,
+      applicationId: inv.values.application as string | undefined,
+      resourceId: inv.values.resource as string | undefined,
+      limit: String(intOption(inv, "limit", 100, 1, 1000)),
+    }));
+    if (inv.json) inv.io.stdout(printJson(rows));
+    else if (rows.length === 0) inv.io.stdout("No changes recorded.\n");
+    else inv.io.stdout(table(rows, [
+      { header: "at", value: (r) => r.at },
+      { header: "actor", value: (r) => r.actor },
+      { header: "operation", value: (r) => r.operation },
+      { header: "resource", value: (r) => r.resourceId },
+      { header: "application", value: (r) => r.applicationId },
+      { header: "status", value: (r) => r.status },
+    ]));
+  },
+};
