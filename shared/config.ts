@@ -129,8 +129,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = parsed.error.issues.map((i) => `- ${i.path.join(".")}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])])})`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}\nFix these environment variables and start again.`);
   }
-  // Checked here rather than in the schema, whose messages quote the value: key bytes are never printed.
-  if (parsed.data.ENCRYPTION_KEYS !== undefined) {
+  // Checked here rather than in the schema, whose messages quote the value: key bytes are never
+  // printed. An Azure Key Vault reference left unresolved is reported by the Azure runtime instead.
+  if (parsed.data.ENCRYPTION_KEYS !== undefined && !parsed.data.ENCRYPTION_KEYS.startsWith("@Microsoft.KeyVault(")) {
     try {
       parseEncryptionKeys(parsed.data.ENCRYPTION_KEYS);
     } catch (error) {

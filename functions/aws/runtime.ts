@@ -20,6 +20,8 @@ import { databaseTlsShape, openCloudDatabase } from "../../shared/cloud/database
 import { once } from "../../shared/cloud/once.js";
 import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
+import { installEncryptionKeys } from "../../shared/cloud/encryptionKeys.js";
+import type { Keyring } from "../../shared/crypto/keyring.js";
 
 const shape = {
   WEBHOOKS_QUEUE_URL: z.optional(z.url()),
@@ -43,6 +45,8 @@ const shape = {
   WEBHOOKS_VERIFY_IN_PROCESSOR: z._default(z.enum(["true", "false"]), "false"),
   /** The alert webhook's signing secret (whsec_…), read by the relay when ALERT_WEBHOOK_URL is set. */
   WEBHOOKS_ALERT_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
+  /** The encryption keys of secrets at rest (Secrets Manager, SecretString = `<keyId>:<base64>[,…]`, docs/secrets.md). */
+  WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   /** The management API's admin token (Secrets Manager, SecretString = the token): the management function's. */
   WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   /** Where the ingress mounts the management API (e.g. `/api`); absent: at the root. */
@@ -103,8 +107,13 @@ export interface AwsRuntime {
   settings: AwsSettings;
   logger: Logger;
   partners(): Promise<ReadonlyMap<string, PartnerConfig>>;
-  /** As the application role; refuses a schema the migrate step has not brought up to date. */
+  /** As the application role; refuses a schema the migrate step has not brought up to date. Installs the encryption keys first. */
   database(): Promise<Database>;
+  /**
+   * Installs the keys of secrets at rest from `WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN` (cached five
+   * minutes, so a rotation is picked up), else ENCRYPTION_KEYS; undefined when neither is set.
+   */
+  encryptionKeys(): Promise<Keyring | undefined>;
   /** A new pool of one, as the master user from the RDS-managed secret: for the migrate function only (it closes it). */
   ownerDatabase(): Promise<Database>;
   queue(): Promise<QueueAdapter>;
@@ -125,7 +134,13 @@ export function createAwsRuntime(env: Record<string, string | undefined> = proce
   const tuning = loadConfig(env);
   const logger = createLogger({ name: "webhooks-aws", level: tuning.LOG_LEVEL });
   const tls = { tls: settings.WEBHOOKS_DATABASE_TLS, caPem: settings.WEBHOOKS_DATABASE_CA_CERT };
+  const keysArn = settings.WEBHOOKS_ENCRYPTION_KEYS_SECRET_ARN;
+  const encryptionKeys = async () =>
+    installEncryptionKeys(keysArn ? await secretString(keysArn) : env.ENCRYPTION_KEYS, keysArn ? `secret ${keysArn}` : "ENCRYPTION_KEYS");
+  // Whatever uses the database may read or write a subscription's secrets: the keys come first.
+  const withKeys = <T>(open: () => Promise<T>) => async () => { await encryptionKeys(); return open(); };
   return {
+    encryptionKeys,
     settings,
     logger,
     tuning,
@@ -134,7 +149,7 @@ export function createAwsRuntime(env: Record<string, string | undefined> = proce
       if (!settings.WEBHOOKS_PARTNER_SECRETS_ARN) throw new FunctionConfigError("Set WEBHOOKS_PARTNER_SECRETS_ARN (the Secrets Manager secret with the partners JSON).");
       return parsePartners(await secretString(settings.WEBHOOKS_PARTNER_SECRETS_ARN));
     }),
-    database: once(async () => {
+    database: withKeys(once(async () => {
       // Two connections per instance: Lambda runs one invocation at a time per instance, and
       // concurrency × pool must stay under the database's connection limit.
       const poolMax = settings.WEBHOOKS_DB_POOL_MAX;
@@ -142,7 +157,7 @@ export function createAwsRuntime(env: Record<string, string | undefined> = proce
       const user = settings.WEBHOOKS_DATABASE_USER;
       if (!user) throw new FunctionConfigError("Set WEBHOOKS_DATABASE_USER (the application role, webhooks_app) and WEBHOOKS_DATABASE_HOST, or WEBHOOKS_DATABASE_URL.");
       return openCloudDatabase({ url: databaseUrl(settings, user), ...tls, poolMax, password: await iamTokens(settings, user) });
-    }),
+    })),
     ownerDatabase: async () => {
       let url = settings.WEBHOOKS_DATABASE_URL;
       if (!url) {

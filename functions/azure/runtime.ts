@@ -16,6 +16,8 @@ import type { QueueAdapter } from "../../shared/queue/port.js";
 import { once } from "../../shared/cloud/once.js";
 import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
+import { installEncryptionKeys } from "../../shared/cloud/encryptionKeys.js";
+import type { Keyring } from "../../shared/crypto/keyring.js";
 
 const shape = {
   /** The inbound queue (ingest and processor; the relay and migrate apps have none). */
@@ -63,7 +65,13 @@ export interface AzureRuntime {
   logger: Logger;
   tuning: ReturnType<typeof loadConfig>;
   partners(): Promise<ReadonlyMap<string, PartnerConfig>>;
+  /** The application's pool; installs the encryption keys first. */
   database(): Promise<Database>;
+  /**
+   * Installs the keys of secrets at rest from app setting ENCRYPTION_KEYS (a Key Vault reference,
+   * docs/secrets.md); undefined when unset. Throws when the reference is unresolved.
+   */
+  encryptionKeys(): Promise<Keyring | undefined>;
   /** A new pool as the owner (DATABASE_ADMIN_URL), for the migrate step; the caller closes it. */
   ownerDatabase(): Promise<Database>;
   queue(): Promise<QueueAdapter>;
@@ -85,7 +93,11 @@ export function createAzureRuntime(env: Record<string, string | undefined> = pro
   const settings = readAzureSettings(env);
   const tuning = loadConfig(env);
   const tls = { tls: settings.WEBHOOKS_DATABASE_TLS, caPem: settings.WEBHOOKS_DATABASE_CA_CERT };
+  const encryptionKeys = async () => installEncryptionKeys(keyVaultValue("ENCRYPTION_KEYS", env.ENCRYPTION_KEYS), "app setting ENCRYPTION_KEYS");
+  // Whatever uses the database may read or write a subscription's secrets: the keys come first.
+  const withKeys = <T>(open: () => Promise<T>) => async () => { await encryptionKeys(); return open(); };
   return {
+    encryptionKeys,
     settings,
     logger: createLogger({ name: "webhooks-azure", level: tuning.LOG_LEVEL }),
     tuning,
@@ -93,10 +105,10 @@ export function createAzureRuntime(env: Record<string, string | undefined> = pro
       if (!settings.PARTNERS) throw new Error("Set PARTNERS (a Key Vault reference to the partners JSON).");
       return parsePartners(settings.PARTNERS);
     }),
-    database: once(async () => {
+    database: withKeys(once(async () => {
       if (!settings.DATABASE_URL) throw new FunctionConfigError("Set DATABASE_URL (a Key Vault reference to the database-url secret).");
       return openCloudDatabase({ url: settings.DATABASE_URL, ...tls, poolMax: settings.WEBHOOKS_DB_POOL_MAX });
-    }),
+    })),
     ownerDatabase: async () => {
       if (!settings.DATABASE_ADMIN_URL) throw new FunctionConfigError("Set DATABASE_ADMIN_URL (a Key Vault reference to the database-admin-url secret; the migrate app only).");
       return openCloudDatabase({ url: settings.DATABASE_ADMIN_URL, ...tls, poolMax: 1, checkSchema: false });

@@ -22,6 +22,8 @@ import type { PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
 import { once } from "../../shared/cloud/once.js";
 import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
+import { installEncryptionKeys } from "../../shared/cloud/encryptionKeys.js";
+import type { Keyring } from "../../shared/crypto/keyring.js";
 
 const shape = {
   GOOGLE_CLOUD_PROJECT: z.string().check(z.minLength(1)),
@@ -60,7 +62,10 @@ export interface GcpRuntime {
   logger: Logger;
   tuning: ReturnType<typeof loadConfig>;
   partners(): Promise<ReadonlyMap<string, PartnerConfig>>;
+  /** The application's pool; installs the encryption keys first. */
   database(): Promise<Database>;
+  /** Installs the keys of secrets at rest from env ENCRYPTION_KEYS (a Secret Manager secret, docs/secrets.md); undefined when unset. */
+  encryptionKeys(): Promise<Keyring | undefined>;
   /** A new pool as the owner (migrate only); the caller closes it. */
   ownerDatabase(): Promise<Database>;
   topic(): Promise<PubSubPublisher>;
@@ -85,7 +90,11 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
     if (!connectors.topic) throw new Error("This function was built without a Pub/Sub client; it cannot publish.");
     return connectors.topic(settings, topic);
   };
+  const encryptionKeys = async () => installEncryptionKeys(env.ENCRYPTION_KEYS, "ENCRYPTION_KEYS");
+  // Whatever uses the database may read or write a subscription's secrets: the keys come first.
+  const withKeys = <T>(open: () => Promise<T>) => async () => { await encryptionKeys(); return open(); };
   return {
+    encryptionKeys,
     settings,
     logger: createLogger({ name: "webhooks-gcp", level: tuning.LOG_LEVEL }),
     tuning,
@@ -93,10 +102,10 @@ export function createGcpRuntime(env: Record<string, string | undefined> = proce
       if (!settings.PARTNERS) throw new Error("Set PARTNERS (a Secret Manager secret mounted as an environment variable).");
       return parsePartners(settings.PARTNERS);
     }),
-    database: once(async () => {
+    database: withKeys(once(async () => {
       if (!settings.DATABASE_URL) throw new Error("Set DATABASE_URL (a Secret Manager secret mounted as an environment variable).");
       return openCloudDatabase({ url: settings.DATABASE_URL, ...tls, poolMax: settings.WEBHOOKS_DB_POOL_MAX });
-    }),
+    })),
     async ownerDatabase() {
       if (!settings.DATABASE_ADMIN_URL) throw new FunctionConfigError("Set DATABASE_ADMIN_URL (the owner's URL, a Secret Manager secret the stack mounts on the migrate function).");
       return openCloudDatabase({ url: settings.DATABASE_ADMIN_URL, ...tls, poolMax: 1, checkSchema: false });
