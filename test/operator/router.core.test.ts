@@ -8,6 +8,10 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearerMatches, createApp, createHttpServer, HttpError, type AppOptions, type Route } from "../../shared/server/router.js";
+import { startTestPlatform, TEST_TOKEN, type TestPlatform } from "./harness.js";
+import { mapPlatformError } from "../../shared/platform.js";
+import { openTestDatabase } from "../support/databases.js";
+import type { Database } from "../../shared/db/port.js";
 
 const TOKEN = "core-parity-token-0123456789";
 const routes: Route[] = [
@@ -83,4 +87,36 @@ describe("the core alone", () => {
     expect(bearerMatches("", "")).toBe(false);
     expect(bearerMatches(`Bearer ${TOKEN}`, TOKEN)).toBe(true);
   });
+});
+
+describe("the management routes through the core and through the local server", () => {
+  let t: TestPlatform;
+  let db: { db: Database; close(): Promise<void> };
+  beforeAll(async () => {
+    db = await openTestDatabase("pglite");
+    t = await startTestPlatform(db.db, {}, { workers: false });
+  }, 120_000);
+  afterAll(async () => { await t?.stop(); await db?.close(); });
+
+  const bearer = { authorization: `Bearer ${TEST_TOKEN}` };
+  const REQUESTS: Record<string, Case> = {
+    "the OpenAPI document": { method: "GET", path: "/openapi.json" },
+    "an empty list": { method: "GET", path: "/dead-letters", headers: bearer },
+    "an invalid subscription": { method: "POST", path: "/subscriptions", headers: { ...bearer, "content-type": "application/json" }, body: JSON.stringify({ url: "nope", eventTypes: [] }) },
+    "an unknown query parameter": { method: "GET", path: "/deliveries?colour=red", headers: bearer },
+    "a missing delivery": { method: "GET", path: "/deliveries/does-not-exist", headers: bearer },
+    "a wrong method": { method: "PUT", path: "/subscriptions", headers: bearer },
+    "no token": { method: "GET", path: "/subscriptions" },
+    "not JSON": { method: "POST", path: "/events", headers: { ...bearer, "content-type": "text/plain" }, body: "x" },
+  };
+  for (const [name, c] of Object.entries(REQUESTS)) {
+    it(name, async () => {
+      const app = createApp({ routes: t.platform.routes, adminToken: TEST_TOKEN, authenticate: t.platform.authenticate, maxBodyBytes: t.config.MAX_PAYLOAD_BYTES, mapError: mapPlatformError });
+      const overHttp = await fetch(t.baseUrl + c.path, { method: c.method, headers: c.headers, body: c.body });
+      const r = await app.handle({ method: c.method, url: c.path, headers: c.headers ?? {}, body: c.body === undefined ? undefined : Buffer.from(c.body) });
+      expect(r.status).toBe(overHttp.status);
+      expect(r.body).toEqual(await overHttp.json());
+      expect(r.headers?.allow).toBe(overHttp.headers.get("allow") ?? undefined);
+    });
+  }
 });
