@@ -13,8 +13,8 @@ export default {
   coverageAnalysis: "perTest",
   // Two cores, shared: one test runner by default (STRYKER_CONCURRENCY=2 when the machine is free).
   concurrency: Number(process.env.STRYKER_CONCURRENCY ?? 1),
-  // Only what the unit tests load is copied to the sandbox (cdktf.out, bench, docs are large and unused).
-  ignorePatterns: ["/*", "!/shared", "!/test", "!/package.json", "!/tsconfig.json", "!/vitest.config.ts"],
+  // Only what the unit tests load is copied to the sandbox (examples/: the order machine) (cdktf.out, bench, docs are large and unused).
+  ignorePatterns: ["/*", "!/shared", "!/examples", "!/test", "!/package.json", "!/tsconfig.json", "!/vitest.config.ts"],
   reporters: ["clear-text", "progress", "json"],
   // Survivors are listed; which test killed which mutant is in the JSON report.
   clearTextReporter: { allowColor: false, logTests: false, reportTests: false },

@@ -43,6 +43,9 @@ export type Decision<S extends string> =
   | { kind: "defer"; reason: string }
   | { kind: "reject"; reason: string };
 
+/** A state with no events out of it leads nowhere. */
+const NONE: ReadonlySet<never> = new Set();
+
 export class MachineDefinitionError extends Error {
   override name = "MachineDefinitionError";
 }
@@ -69,13 +72,13 @@ export function defineMachine<S extends string, E extends string>(def: MachineDe
   const closure = new Map<S | null, Set<S>>();
   for (const start of [null, ...def.states] as (S | null)[]) {
     const seen = new Set<S>();
-    const stack = [...(next.get(start) ?? [])];
+    const stack = [...(next.get(start) ?? NONE)];
     while (stack.length > 0) {
       const s = stack.pop()!;
       if (s === start) throw new MachineDefinitionError(`${def.name}: state "${s}" can reach itself; a reconciler machine must be acyclic so that "stale" is defined.`);
       if (seen.has(s)) continue;
       seen.add(s);
-      stack.push(...(next.get(s) ?? []));
+      stack.push(...(next.get(s) ?? NONE));
     }
     closure.set(start, seen);
   }
@@ -93,13 +96,16 @@ export function decide<S extends string, E extends string>(machine: Machine<S, E
   }
   const rule = machine.events[eventType];
   if (rule.from.includes(current)) return { kind: "apply", from: current, to: rule.to };
-  if (current !== null && current === rule.to) {
+  if (current === rule.to) {
     return { kind: "duplicate", state: current, reason: `already ${current}` };
   }
+  // `current !== null` is for the type checker: nothing reaches absence (made `true`, an equivalent survivor).
   if (current !== null && machine.reachable(rule.to, current)) {
     return { kind: "stale", state: current, reason: `${eventType} leads to ${rule.to}, but the entity is already ${current}, past it` };
   }
   const wanted = rule.from.map((s) => s ?? "(absent)").join(" or ");
+  // `s !== null` is for the type checker: absence is reachable from nothing but itself, and
+  // `current` is not absent when a creation gets here (made `true`, an equivalent survivor).
   if (rule.from.some((s) => s !== null && machine.reachable(current, s))) {
     return { kind: "defer", reason: `${eventType} needs state ${wanted}; the entity is ${current ?? "absent"} (a prerequisite event has not arrived yet)` };
   }

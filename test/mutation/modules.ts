@@ -32,4 +32,5 @@ export const MODULES: MutationModule[] = [
   { file: "shared/outbound/retryPolicy.ts", tests: ["test/outbound/retryPolicy.test.ts"] },
   { file: "shared/outbound/decide.ts", tests: ["test/outbound/decide.test.ts"] },
   { file: "shared/outbound/health.ts", tests: ["test/outbound/health.summarise.test.ts"] },
+  { file: "shared/inbound/stateMachine.ts", tests: ["test/inbound/reconciler.test.ts", "test/inbound/stateMachine.test.ts"] },
 ];
