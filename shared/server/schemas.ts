@@ -111,6 +111,22 @@ export const enqueueResultSchema = z.strictObject({ eventId: z.string(), created
 export const sendResultSchema = z.strictObject({ eventId: z.string(), deliveries: z.array(enqueuedDelivery) });
 export const batchResultSchema = z.strictObject({ results: z.array(enqueueResultSchema) });
 export const replayResultSchema = z.strictObject({ replayed: z.array(z.string()), skipped: z.array(z.string()) });
+/** Ordered delivery (issue 15): a key with work, and what a skip did (shared/outbound/ordering.ts). */
+export const orderingKeySchema = z.strictObject({
+  orderingKey: z.string(),
+  blocked: z.boolean(),
+  blockedAt: nullableTime,
+  waiting: int,
+  head: z.nullable(z.strictObject({
+    id: z.string(),
+    status: z.enum(["pending", "delivered", "dead", "cancelled"]),
+    attempts: int,
+    deadReason: nullableText,
+    nextAttemptAt: nullableTime,
+  })),
+  updatedAt: time,
+});
+export const skipResultSchema = z.strictObject({ orderingKey: z.string(), skipped: nullableText, released: nullableText });
 export const deletedSchema = z.strictObject({ id: z.string(), deletedAt: time, cancelledDeliveries: int });
 
 const inboxSummaryShape = {

@@ -99,6 +99,11 @@ describeEachBackend("OpenAPI document", (ctx) => {
     const appKey = await t.api("POST", "/keys", { applicationId: app.id, description: "spec" });
     const readKey = await t.api("POST", "/keys", { access: "read" });
     const doomedKey = await t.api("POST", "/keys", {});
+    // Ordered delivery (issue 15): a key blocked by a dead letter, another delivery waiting behind it.
+    const orderedSub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/dead`, eventTypes: ["spec.ordered"], ordered: true, maxAttempts: 1 });
+    await t.api("POST", "/events/batch", { events: [1, 2].map((n) => ({ id: `spec-o${n}`, type: "spec.ordered", data: n, orderingKey: "order/1" })) });
+    const keysOf = `/subscriptions/${orderedSub.id}/ordering-keys`;
+    await eventually("the ordering key blocked", async () => (await t.api("GET", keysOf)).orderingKeys[0]?.blocked === true);
 
     const samples: Sample[] = [
       { operationId: "health", method: "GET", path: "/healthz", token: null, status: 200 },
@@ -170,6 +175,14 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "replayDeadLetter", method: "POST", path: "/dead-letters/missing/replay", status: 404 },
       { operationId: "replayDeadLetters", method: "POST", path: "/dead-letters/replay", body: { filter: { subscriptionId: dead2.subscriptionId, since: "2000-01-01T00:00:00Z" } }, status: 200 },
       { operationId: "replayDeadLetters", method: "POST", path: "/dead-letters/replay", body: { ids: [] }, status: 400 },
+
+      { operationId: "listOrderingKeys", method: "GET", path: keysOf, query: { blocked: "true", limit: "1" }, status: 200 },
+      { operationId: "listOrderingKeys", method: "GET", path: keysOf, query: { blocked: "maybe" }, status: 400 },
+      { operationId: "listOrderingKeys", method: "GET", path: "/subscriptions/sub_missing/ordering-keys", status: 404 },
+      { operationId: "skipOrderingKey", method: "POST", path: `${keysOf}/order%2F1/skip`, body: { deliveryId: "not-the-head" }, status: 409 },
+      { operationId: "skipOrderingKey", method: "POST", path: `${keysOf}/order%2F1/skip`, body: { deliveryId: `spec-o1:${orderedSub.id}` }, status: 200 },
+      { operationId: "skipOrderingKey", method: "POST", path: `${keysOf}/no%20key/skip`, status: 400 },
+      { operationId: "skipOrderingKey", method: "POST", path: `${keysOf}/missing/skip`, status: 404 },
 
       { operationId: "receiveWebhook", method: "POST", path: "/webhooks/shop", raw: body, contentType: "application/json", headers: signed, token: null, status: 200 },
       { operationId: "receiveWebhook", method: "POST", path: "/webhooks/shop", raw: body, contentType: "application/json", headers: { ...signed, "webhook-signature": "v1,AAAA" }, token: null, status: 401 },

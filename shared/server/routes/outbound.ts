@@ -14,8 +14,10 @@ import { HttpError, type Route } from "../router.js";
 import { eventSchema } from "../../outbound/enqueue.js";
 import {
   attemptSchema, batchResultSchema, deadLetterSchema, deliverySchema, enqueueResultSchema, eventDetailSchema, eventSummarySchema, pageOf,
-  replayResultSchema, sendResultSchema,
+  orderingKeySchema, replayResultSchema, sendResultSchema, skipResultSchema,
 } from "../schemas.js";
+import { listOrderingKeys, skipOrderingKey } from "../../outbound/ordering.js";
+import { ORDERING_KEY } from "../../outbound/enqueue.js";
 import { bodyOf, cursor, filterText, limit, optionalJson, route, time } from "./validate.js";
 import { inApplication, listScope } from "../../tenancy/access.js";
 
@@ -45,6 +47,14 @@ const bulkReplay = z.union([
   z.strictObject({ filter: deadLetterFilter, limit: z.optional(z.number().check(z.int(), z.gte(1), z.lte(MAX_BULK_REPLAY))) }),
 ], { error: `send { "ids": [...] } or { "filter": { "subscriptionId"?, "eventType"?, "reason"?, "since"?, "until"?, "applicationId"? }, "limit"? }` });
 const resendBody = z.strictObject({ subscriptionId: z.optional(z.string().check(z.minLength(1), z.maxLength(200))) });
+
+/** Ordered delivery (issue 15): a subscription's keys with work; `blocked=true` only those a dead letter holds. */
+const orderingKeyQuery = z.strictObject({
+  blocked: z.optional(z.pipe(z.enum(["true", "false"]), z.transform((v: "true" | "false") => v === "true"))),
+  limit,
+  cursor,
+});
+const skipBody = z.strictObject({ deliveryId: z.optional(z.string().check(z.minLength(1), z.maxLength(500))) });
 
 const batchBody = z.strictObject({ events: z.array(eventSchema).check(z.maxLength(MAX_EVENTS_PER_BATCH)) });
 
@@ -179,5 +189,30 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       operationId: "replayDeadLetter", access: { action: "write", audience: "application", resource: "delivery" }, tag: "Dead letters", summary: "Replay one dead letter",
       responses: { ...delivery, 409: { description: "The delivery is not dead (pending, delivered or cancelled)." } },
     }, async (req) => ({ status: 200, body: await replayDeadLetter(db, req.params.id!, { requestedBy }) })),
+
+    route("GET", "/subscriptions/:id/ordering-keys", {
+      operationId: "listOrderingKeys", access: { action: "read", audience: "application", resource: "subscription" }, tag: "Subscriptions", summary: "List the ordering keys with work (ordered subscriptions)",
+      description: "Keys of an ordered subscription whose deliveries are in progress or waiting, in key order: each with its current delivery (`head`), how many wait behind it, and whether a dead letter blocks it (`blocked`: the key waits until that dead letter is replayed or the key is skipped). Idle keys are not listed. `blocked=true` lists only the blocked ones.",
+      query: orderingKeyQuery,
+      responses: { 200: { description: "A page of keys.", schema: pageOf("orderingKeys", orderingKeySchema) } },
+    }, async (req, { blocked, cursor: c, limit: size }) => {
+      const after = decodeCursor(c, isString);
+      const { rows, next } = await page(size, (n) => listOrderingKeys(db, req.params.id!, { blocked, after, limit: n }), (k) => k.orderingKey);
+      return { status: 200, body: { orderingKeys: rows, next } };
+    }),
+    route("POST", "/subscriptions/:id/ordering-keys/:key/skip", {
+      operationId: "skipOrderingKey", access: { action: "write", audience: "application", resource: "subscription" }, tag: "Subscriptions", summary: "Skip the dead letter that blocks an ordering key",
+      description: "The key's next delivery goes; the dead letter stays a dead letter (replayed later, it is sent after what the key has by then). Give `deliveryId` (the blocking dead letter, as listed) so that a repeated request cannot skip the next dead letter too. The key goes in the path URL-encoded (`/` as `%2F`).",
+      body: skipBody, bodyRequired: false,
+      responses: {
+        200: { description: "Skipped: which dead letter, and which delivery now goes.", schema: skipResultSchema },
+        409: { description: "No dead letter blocks this key (its delivery is pending, or nothing waits), or `deliveryId` is not the one that does." },
+      },
+    }, async (req) => {
+      const key = req.params.key!;
+      if (!ORDERING_KEY.test(key)) throw new HttpError(400, "invalid_request", "key: must be 1 to 200 letters, digits, _, ., -, :, /, @, = or + (URL-encoded in the path).", [{ path: "key", message: "not an ordering key" }]);
+      const { deliveryId } = bodyOf(skipBody, await optionalJson(req), "skip request");
+      return { status: 200, body: await skipOrderingKey(db, req.params.id!, key, { deliveryId }) };
+    }),
   ];
 }

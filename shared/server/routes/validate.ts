@@ -4,7 +4,7 @@
  */
 import * as z from "zod/mini";
 import { safeParse } from "../../safeParse.js";
-import { EventConflictError, NotADeadLetterError, NotFoundError, NotSubscribedError, OutboundValidationError, PayloadTooLargeError } from "../../outbound/index.js";
+import { EventConflictError, KeyNotBlockedError, NotADeadLetterError, NotFoundError, NotSubscribedError, OutboundValidationError, PayloadTooLargeError } from "../../outbound/index.js";
 import { formatPath } from "../../outbound/validation.js";
 import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
 import { MAX_PAGE_SIZE } from "../pagination.js";
@@ -18,6 +18,7 @@ export function toHttpError(error: unknown): unknown {
   if (error instanceof EventConflictError) return new HttpError(409, "event_conflict", error.message, { eventId: error.eventId });
   if (error instanceof NotFoundError) return new HttpError(404, "not_found", error.message, { entity: error.entity, id: error.id });
   if (error instanceof NotADeadLetterError) return new HttpError(409, "not_a_dead_letter", error.message, { id: error.deliveryId, status: error.status });
+  if (error instanceof KeyNotBlockedError) return new HttpError(409, "key_not_blocked", error.message, { orderingKey: error.orderingKey, headStatus: error.headStatus });
   if (error instanceof NotSubscribedError) return new HttpError(409, "not_subscribed", error.message, { eventId: error.eventId, subscriptionId: error.subscriptionId });
   // A stored secret that does not decrypt here (a key id missing from ENCRYPTION_KEYS, no keys at
   // all): the server's configuration, not the request; the message names the key id, never key bytes.
