@@ -14,11 +14,19 @@
  *   minified, loaded on the first publish) and the Cloud Storage client (about 0.8 MiB, loaded
  *   only for a claim-check), each with its own google-auth-library major version.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { buildFunctions, CLOUDS, type BuiltFunction } from "../../functions/build.js";
+import { migrate } from "../../shared/db/migrate.js";
+import { openPostgres } from "../../shared/db/postgres.js";
+import { createServerDatabase, postgresAvailable } from "../support/databases.js";
+import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable } from "../support/emulators.js";
+import { startFunctionProcess, type FunctionProcess } from "../wiring/support/functionProcess.js";
+import { node22 } from "../wiring/support/node22.js";
 
 const IMPORT_BUDGET = 1024 * 1024;
 const ZIP_BUDGET = 4 * 1024 * 1024;
@@ -128,4 +136,101 @@ describe("GCP function bundles", () => {
       expect(has(`gcp/${name}`, /node_modules\/(google-auth-library|gaxios)\//), name).toBe(false);
     }
   });
+});
+
+/**
+ * The built management bundles themselves, each in a Node 22 process with only its settings (the
+ * wiring tests' drivers play Lambda and the Functions Framework): the admin page and its files come
+ * from the bundle (no folder beside it), and the API answers under /api.
+ */
+describe("the built management bundles serve the API and the page from their own files", () => {
+  const REPO = fileURLToPath(new URL("../..", import.meta.url));
+  const TOKEN = "bundle-management-test-token-0123456789";
+  let skip: string | undefined;
+  let database: { url: string; drop(): Promise<void> } | undefined;
+  const running: FunctionProcess[] = [];
+  const common = () => ({
+    WEBHOOKS_MANAGEMENT_BASE_PATH: "/api", WEBHOOKS_DATABASE_TLS: "disable", LOG_LEVEL: "warn",
+    ALLOWED_DESTINATIONS: "127.0.0.1", ENCRYPTION_KEYS: process.env.ENCRYPTION_KEYS ?? "",
+  });
+
+  beforeAll(async () => {
+    if (!(await postgresAvailable())) skip = "PostgreSQL is not answering";
+    else if (!(await node22())) skip = "Node 22 is not available (npx -p node@22)";
+    if (skip) { console.warn(`\n!!! ${skip}: the built management bundles are not run.\n`); return; }
+    database = await createServerDatabase();
+    const owner = openPostgres({ connectionString: database.url, max: 1 });
+    await migrate(owner);
+    await owner.close();
+  }, 240_000);
+  afterAll(async () => {
+    for (const fp of running) await fp.stop();
+    await database?.drop();
+  });
+
+  const checkPageAndApi = async (call: (method: string, path: string, headers?: Record<string, string>, body?: string) => Promise<{ status: number; text: string; type?: string }>) => {
+    const page = await call("GET", "/api/admin");
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('src="/api/admin/app.js"');
+    for (const [file, type] of [["app.js", "text/javascript"], ["app.css", "text/css"]]) {
+      const asset = await call("GET", `/api/admin/${file}`);
+      expect([asset.status, asset.type?.split(";")[0]], file).toEqual([200, type]);
+    }
+    expect(JSON.parse((await call("GET", "/api/openapi.json")).text).servers).toEqual([{ url: "/api" }]);
+    const created = await call("POST", "/api/subscriptions", { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, JSON.stringify({ url: "http://127.0.0.1:9/x", eventTypes: ["bundle.test"] }));
+    expect(created.status, created.text).toBe(201);
+    expect((await call("GET", "/api/subscriptions")).status).toBe(401);
+  };
+
+  it("AWS: index.handler with API Gateway 2.0 events, the token from Secrets Manager", async (t) => {
+    if (skip) return t.skip();
+    if (!(await motoAvailable())) return t.skip();
+    const secret = await new SecretsManagerClient(MOTO_CLIENT_CONFIG).send(new CreateSecretCommand({ Name: `bundle-admin-token-${Date.now().toString(36)}`, SecretString: TOKEN }));
+    const fp = await startFunctionProcess({
+      driver: join(REPO, "test/wiring/drivers/aws.mjs"), bundleDir: join(outDir, "aws", "management"), args: ["index.handler", "30", "management"],
+      env: {
+        ...common(), WEBHOOKS_DATABASE_URL: database!.url, WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: secret.ARN!,
+        AWS_ENDPOINT_URL: MOTO_URL, AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: MOTO_CLIENT_CONFIG.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CLIENT_CONFIG.credentials.secretAccessKey,
+      },
+    });
+    running.push(fp);
+    expect(fp.version).toMatch(/^v22\./);
+    await checkPageAndApi(async (method, path, headers = {}, body) => {
+      const r = await fp.invoke<{ statusCode: number; headers: Record<string, string>; body: string }>("invoke", {
+        version: "2.0", routeKey: "ANY /api/{proxy+}", rawPath: path, rawQueryString: "", headers, body, isBase64Encoded: false,
+        requestContext: { http: { method, path }, stage: "$default" },
+      });
+      return { status: r.statusCode, text: r.body, type: r.headers["content-type"] };
+    });
+  }, 120_000);
+
+  it("Azure: the bundle registers one anonymous HTTP function, management, on the catch-all route for every method", async (t) => {
+    if (skip) return t.skip();
+    const fp = await startFunctionProcess({
+      driver: join(REPO, "test/wiring/drivers/azure.mjs"), bundleDir: join(outDir, "azure", "management"),
+      env: { ...common(), DATABASE_URL: database!.url, ADMIN_TOKEN: TOKEN },
+    });
+    running.push(fp);
+    const registrations = await fp.invoke<{ name: string; type: string; route: string; methods: string[]; authLevel: string }[]>("registrations");
+    expect(registrations.map(({ name, type, route, authLevel }) => ({ name, type, route, authLevel }))).toEqual([{ name: "management", type: "httpTrigger", route: "{*path}", authLevel: "anonymous" }]);
+    expect(registrations[0]!.methods).toEqual(expect.arrayContaining(["GET", "HEAD", "POST", "PATCH", "DELETE"]));
+  }, 120_000);
+
+  it("GCP: entry point management under the Functions Framework, the token from ADMIN_TOKEN", async (t) => {
+    if (skip) return t.skip();
+    const bundleDir = join(outDir, "gcp", "management");
+    // What the buildpack installs from the bundle's package.json.
+    await mkdir(join(bundleDir, "node_modules/@google-cloud"), { recursive: true });
+    await symlink(join(REPO, "node_modules/@google-cloud/functions-framework"), join(bundleDir, "node_modules/@google-cloud/functions-framework"), "dir");
+    const fp = await startFunctionProcess({
+      driver: join(REPO, "test/wiring/drivers/gcp.mjs"), bundleDir, args: ["management"],
+      env: { ...common(), GOOGLE_CLOUD_PROJECT: "bundle-test", DATABASE_URL: database!.url, ADMIN_TOKEN: TOKEN, NODE_ENV: "production" },
+    });
+    running.push(fp);
+    const { url } = await fp.invoke<{ url: string }>("url");
+    await checkPageAndApi(async (method, path, headers, body) => {
+      const r = await fetch(url + path, { method, headers, body });
+      return { status: r.status, text: await r.text(), type: r.headers.get("content-type") ?? undefined };
+    });
+  }, 120_000);
 });
