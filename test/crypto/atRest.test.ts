@@ -13,6 +13,7 @@ import { pino } from "pino";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { loadConfig } from "../../shared/config.js";
+import { verifyWebhook } from "../../shared/inbound/verify/index.js";
 import { useKeyring } from "../../shared/crypto/activeKeyring.js";
 import { parseEncryptionKeys } from "../../shared/crypto/keyring.js";
 import { reencryptSecrets, secretsByKey } from "../../shared/crypto/reencrypt.js";
@@ -100,12 +101,17 @@ describeEachBackend("secrets at rest", (ctx) => {
     const a = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["order.*"], headers: { "x-api-key": "api-key-value-a1b2c3" } });
     const given = [generateSecret(), generateSecret()];
     const b = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["order.*"], secrets: given });
+    const c = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["order.*"], signatureScheme: "v1a" });
     const rotated = await rotateSecrets(ctx.db, a.id);
     await updateSubscription(ctx.db, b.id, { headers: { authorization: "Bearer token-d4e5f6" } });
     for (let i = 0; i < 5; i++) await enqueue(ctx.db, { id: `run-${i}`, type: "order.paid", data: { i } });
 
-    await waitFor("10 deliveries", () => receiver.received.filter((r) => r.webhookId.startsWith("run-")).length === 10);
+    await waitFor("15 deliveries", () => receiver.received.filter((r) => r.webhookId.startsWith("run-")).length === 15);
     for (const r of receiver.received.filter((x) => x.webhookId.startsWith("run-"))) {
+      if (r.webhookId.endsWith(c.id)) {
+        expect(verifyWebhook({ name: "c", scheme: "standard-webhooks", secrets: c.publicKeys! }, r.headers as Record<string, string>, Buffer.from(r.body), Math.floor(Date.now() / 1000)).ok).toBe(true);
+        continue;
+      }
       const sub = r.webhookId.endsWith(a.id) ? rotated : b;
       expect(verifies(sub.secrets!, r.body, r.headers)).toBe(true);
       // Decrypted for the request: the receiver gets the values it was given.
@@ -117,7 +123,7 @@ describeEachBackend("secrets at rest", (ctx) => {
     expect((await getSubscription(ctx.db, a.id, { includeSecrets: true })).secrets).toEqual(rotated.secrets);
     expect((await getSubscription(ctx.db, b.id)).headers).toEqual({ authorization: "Bearer token-d4e5f6" });
 
-    const secrets = [...a.secrets!, ...rotated.secrets!, ...given, alertSecret, forwardSecret];
+    const secrets = [...a.secrets!, ...rotated.secrets!, ...given, ...c.secrets!, alertSecret, forwardSecret];
     expectNoPlaintext(await everyRow(ctx.db), needles(secrets, ["api-key-value-a1b2c3", "token-d4e5f6"]));
     const byKey = await secretsByKey(ctx.db);
     expect(Object.keys(byKey)).toEqual([testKeyring.primary.id]);
