@@ -18,9 +18,9 @@ import { getTestServer } from "@google-cloud/functions-framework/testing";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { handleManagement } from "../../functions/aws/management.js";
 import { createAwsRuntime } from "../../functions/aws/runtime.js";
-import { managementHttp as azureManagement } from "../../functions/azure/managementHttp.js";
+import { managementHttp as azureManagement, managementHttpWith as azureManagementWith } from "../../functions/azure/managementHttp.js";
 import { createAzureRuntime } from "../../functions/azure/runtime.js";
-import { managementHttp as gcpManagement } from "../../functions/gcp/managementHttp.js";
+import { managementHttp as gcpManagement, managementHttpWith as gcpManagementWith } from "../../functions/gcp/managementHttp.js";
 import { createGcpRuntime } from "../../functions/gcp/runtime.js";
 import { runScheduledRelay } from "../../shared/cloud/relay.js";
 import { loadConfig } from "../../shared/config.js";
@@ -326,5 +326,46 @@ describe("AWS request shapes", () => {
     expect(JSON.parse(rest.text).openapi).toBe("3.1.0");
     const twice = fromAws(await handleManagement(runtime, restEvent({ method: "GET", path: `${BASE}/subscriptions?limit=1&limit=2`, headers: auth })));
     expect([twice.status, JSON.parse(twice.text).error.message]).toEqual([400, expect.stringMatching(/given twice/)]);
+  });
+});
+
+describe("a token that cannot be used is no token", () => {
+  const get = { method: "GET", path: `${BASE}/subscriptions`, headers: auth };
+
+  it("Azure: an unresolved Key Vault reference, or a token under 16 characters, is refused (503), never compared", async (t) => {
+    if (skip) return t.skip();
+    const env = { ...baseEnv(), WEBHOOKS_DATABASE_TLS: "disable", WEBHOOKS_MANAGEMENT_BASE_PATH: BASE, ...tuning, DATABASE_URL: databaseUrl };
+    const reference = "@Microsoft.KeyVault(SecretUri=https://vault.vault.azure.net/secrets/admin-token/)";
+    const unresolved = createAzureRuntime({ ...env, ADMIN_TOKEN: reference });
+    const a = await fromAzure(await azureManagement(unresolved, azureRequest({ ...get, headers: { authorization: `Bearer ${reference}` } })));
+    expect([a.status, parse(a).error.code]).toEqual([503, "not_configured"]);
+  });
+
+  it("GCP: a token under 16 characters is refused (503), the reason only in the log", async (t) => {
+    if (skip) return t.skip();
+    // The tuning (shared/config.ts) refuses a short ADMIN_TOKEN when the runtime is made.
+    const short = () => createGcpRuntime({ ...baseEnv(), GOOGLE_CLOUD_PROJECT: "p", DATABASE_URL: databaseUrl, ADMIN_TOKEN: "short" });
+    http(`management-short-${suffix}`, (req, res) => gcpManagementWith(short, req, res));
+    const a = await (await gcpCaller(`management-short-${suffix}`))({ ...get, headers: { authorization: "Bearer short" } });
+    expect([a.status, parse(a).error.code]).toEqual([503, "not_configured"]);
+  });
+
+  it("AWS: a secret that cannot be read is refused (503), and the answer does not say why", async (t) => {
+    if (skip || !clouds.aws) return t.skip();
+    const runtime = createAwsRuntime({
+      ...baseEnv(), WEBHOOKS_DATABASE_TLS: "disable", WEBHOOKS_MANAGEMENT_BASE_PATH: BASE, ...tuning,
+      WEBHOOKS_DATABASE_URL: databaseUrl, WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: `no-such-secret-${suffix}`,
+    });
+    const a = fromAws(await handleManagement(runtime, awsEvent(get)));
+    expect([a.status, parse(a).error.code]).toEqual([503, "not_configured"]);
+    expect(a.text).not.toContain(`no-such-secret-${suffix}`);
+  });
+
+  it("invalid settings: 503 not_configured, the reason in the log and not in the answer", async (t) => {
+    if (skip) return t.skip();
+    const bad = () => createAzureRuntime({ ...baseEnv(), WEBHOOKS_NO_SUCH_SETTING: "1", DATABASE_URL: databaseUrl, ADMIN_TOKEN: TOKEN });
+    const a = await fromAzure(await azureManagementWith(bad, azureRequest(get)));
+    expect([a.status, parse(a).error.code]).toEqual([503, "not_configured"]);
+    expect(a.text).not.toContain("WEBHOOKS_NO_SUCH_SETTING");
   });
 });
