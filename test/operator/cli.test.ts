@@ -432,6 +432,35 @@ describe("webhooks applications | keys | audit", { timeout: 120_000 }, () => {
   });
 });
 
+describe("webhooks subscriptions keys / skip-key (ordered delivery, issue 15)", { timeout: 120_000 }, () => {
+  it("lists an ordered subscription's blocked key, refuses a skip naming the wrong dead letter, skips it, and the key moves on", async () => {
+    receiver.answer = ({ path }) => (path.startsWith("/ordkey") ? 400 : 200);
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/ordkey`, eventTypes: ["cli.ordered"], ordered: true, maxAttempts: 1 });
+    await t.api("POST", "/events/batch", { events: [1, 2].map((n) => ({ id: `cli-ord-${n}`, type: "cli.ordered", data: n, orderingKey: "acct/7" })) });
+    const first = `cli-ord-1:${sub.id}`;
+    await eventually("the key blocked", async () => (await t.api("GET", `/subscriptions/${sub.id}/ordering-keys`)).orderingKeys[0]?.blocked === true);
+    receiver.answer = 200;
+    const list = await cli(["subscriptions", "keys", sub.id]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/acct\/7\s+blocked\s+1\s+/);
+    expect(list.stdout).toContain(first);
+    expect(JSON.parse((await cli(["subs", "keys", sub.id, "--blocked", "--json"])).stdout).orderingKeys).toMatchObject([{ orderingKey: "acct/7", blocked: true, waiting: 1 }]);
+    await refused(1, "409 key_not_blocked", ["subscriptions", "skip-key", sub.id, "acct/7", "--delivery", `cli-ord-2:${sub.id}`]);
+    await refused(2, "", ["subscriptions", "skip-key", sub.id]);
+    const skip = await cli(["subscriptions", "skip-key", sub.id, "acct/7", "--delivery", first]);
+    expect(skip.code, skip.stderr).toBe(0);
+    expect(skip.stdout).toContain(`Skipped ${first} on key acct/7.`);
+    expect(skip.stdout).toContain(`cli-ord-2:${sub.id}`);
+    await eventually("the next one delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(`cli-ord-2:${sub.id}`)}`)).status === "delivered");
+    expect((await t.api("GET", `/deliveries/${encodeURIComponent(first)}`)).status).toBe("dead");
+    // Leave no dead letter behind: replayed, it goes (the key is idle).
+    await t.api("POST", `/dead-letters/${encodeURIComponent(first)}/replay`);
+    await eventually("the replayed one delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(first)}`)).status === "delivered");
+    expect((await cli(["subscriptions", "keys", sub.id])).stdout).toContain("No ordering key has work.");
+    await refused(1, "404 not_found", ["subscriptions", "keys", "sub_missing"]);
+  });
+});
+
 describe("webhooks uses only documented operations", () => {
   it("every request the CLI (and this test) made is an operation of /openapi.json", async () => {
     expect(t.requests.length).toBeGreaterThan(20);
