@@ -29,7 +29,7 @@ export interface ArtifactOptions {
   placeholders?: boolean;
 }
 
-/** Resolves the three function directories of a cloud, or throws naming every missing one. */
+/** Resolves the function directories of a cloud, or throws naming every missing one. */
 export function resolveArtifacts(cloud: Cloud, options: ArtifactOptions = {}): Record<FunctionName, string> {
   const root = resolve(options.dir ?? process.env.WEBHOOKS_ARTIFACTS_DIR ?? "dist/functions");
   const found = {} as Record<FunctionName, string>;
@@ -37,8 +37,6 @@ export function resolveArtifacts(cloud: Cloud, options: ArtifactOptions = {}): R
   for (const fn of FUNCTION_NAMES) {
     const dir = join(root, cloud, fn);
     if (existsSync(join(dir, "index.mjs"))) found[fn] = dir;
-    // TEMPORARY (H2, until functions/*/management.ts build): a missing management build is a placeholder.
-    else if (fn === "management") found[fn] = placeholderDir(cloud, fn);
     else if (options.placeholders) found[fn] = placeholderDir(cloud, fn);
     else missing.push(dir);
   }

@@ -9,8 +9,10 @@
  *   the CA is what the stand-in for the runtime's Amazon CA bundle (`/var/runtime/ca-cert.pem`,
  *   which NODE_EXTRA_CA_CERTS names) holds, so a stack that stops setting it fails here;
  * - the Lambda runtime adds what it adds on AWS: region, credentials, the function's name.
- * Only the test adds ALLOWED_DESTINATIONS=127.0.0.1,::1,localhost to the relay (the receivers are
- * local; on AWS the SSRF policy refuses them, as it should).
+ * Only the test adds ALLOWED_DESTINATIONS=127.0.0.1,::1,localhost to the relay and the management
+ * function (the receivers are local; on AWS the SSRF policy refuses them, as it should). The admin
+ * token and ENCRYPTION_KEYS are what `terraform console` evaluates the stack's write-only
+ * expressions to (test/wiring/support/generatedSecrets.ts), put in moto's Secrets Manager.
  *
  * What it cannot reproduce: IAM evaluation (the roles' policies, rds-db:connect, the bucket
  * policy), the IAM token check itself (webhooks_app is let in without a password: the token the
@@ -30,7 +32,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SQSCl
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { TerraformJson } from "../../stacks/app.js";
-import { block, resourceAt, type SynthResource } from "../../stacks/terraformJson.js";
+import { block, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
 import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { enqueue } from "../../shared/outbound/enqueue.js";
@@ -46,6 +48,8 @@ import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
 import { makeCertificate } from "./support/certificates.js";
 import { listenLocal, verifyingHandler, type Received } from "./support/receivers.js";
 import { buildFunctions } from "../../functions/build.js";
+import { answer, managementScenario, type ManagementCall } from "./support/managementScenario.js";
+import { generatedValue } from "./support/generatedSecrets.js";
 import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 
 const DRIVER = fileURLToPath(new URL("./drivers/aws.mjs", import.meta.url));
@@ -71,6 +75,8 @@ const closers: (() => Promise<void>)[] = [];
 const received: Received[] = [];
 const alerts: Received[] = [];
 let subscriberUrl: string;
+/** What the stack's generated secrets hold here: Terraform's own evaluation of the stack's expressions. */
+let adminToken: string;
 
 const functionAt = (suffix: string) => resourceAt(json, "aws_lambda_function", suffix);
 const key = (r: SynthResource, attribute: string) => `${r.type}.${r.name}.${attribute}`;
@@ -157,6 +163,19 @@ beforeAll(async () => {
   const bucket = `${String(resourceAt(json, "aws_s3_bucket", "claim-checks/bucket").body.bucket_prefix)}${Date.now().toString(36)}`;
   await new S3Client({ ...client, forcePathStyle: true }).send(new CreateBucketCommand({ Bucket: bucket, CreateBucketConfiguration: { LocationConstraint: region as never } }));
   const partnerSecret = resourceAt(json, "aws_secretsmanager_secret", "secrets/partner-secrets");
+  // The two secrets the stack generates (write-only), with the value its expression evaluates to.
+  const generated = async (name: string) => {
+    const secret = resourceAt(json, "aws_secretsmanager_secret", `secrets/${name}`);
+    const version = resourcesOf(json, "aws_secretsmanager_secret_version").find((v) => String(v.body.secret_id).includes(`${secret.type}.${secret.name}.`))!;
+    const value = generatedValue(String(version.body.secret_string_wo));
+    // The rows this test writes itself (createSubscription in this process) are under the test suite's
+    // key: the store holds it after the stack's, as a key rotation would (the first one encrypts).
+    const stored = name === "encryption-keys" ? `${value},${process.env.ENCRYPTION_KEYS}` : value;
+    return { key: key(secret, "arn"), value, arn: await putSecret(String(secret.body.name), stored) };
+  };
+  const token = await generated("admin-token");
+  adminToken = token.value;
+  const keys = await generated("encryption-keys");
   const alertSecret = resourceAt(json, "aws_secretsmanager_secret", "secrets/alert-webhook-secret");
   const cluster = resourceAt(json, "aws_rds_cluster", "database/cluster");
   // RDS keeps the master secret under its own name; its content is the admin's credentials.
@@ -172,6 +191,8 @@ beforeAll(async () => {
     [key(cluster, "endpoint"), "localhost"],
     [key(cluster, "port"), String(pg.port)],
     [key(cluster, "master_user_secret.0.secret_arn"), masterSecretArn],
+    [token.key, token.arn],
+    [keys.key, keys.arn],
   ]);
   admin = openPostgres({ connectionString: pg.adminUrl, ssl: pg.ssl, max: 2 });
 }, 240_000);
@@ -326,4 +347,56 @@ describe("AWS wiring: a user's handler module outside the repository, bundled in
       [[push.delivery, paid.eventId, created.eventId]]);
     expect(types.rows.map((r) => r.event_type)).toEqual(["invoice.created", "invoice.paid", "push"]);
   }, 180_000);
+});
+
+describe("AWS wiring: issue 13: the management function behind API Gateway", () => {
+  /** One request as API Gateway's HTTP API hands it to the route `ANY /api/{proxy+}` (payload 2.0, stage $default). */
+  const call = (management: FunctionProcess): ManagementCall => async (method, path, options = {}) => {
+    const route = resourceAt(json, "aws_apigatewayv2_route", "management/route").body.route_key as string;
+    const base = new URL(String(json.output!.management_url!.value).replace(/^\$\{[^}]+\}/, "https://wiring.execute-api.eu-west-1.amazonaws.com/"));
+    const url = new URL(`${base.pathname}${path}`, base);
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const headers: Record<string, string> = { host: url.host, "user-agent": "webhooks-cli", ...(body ? { "content-type": "application/json" } : {}), ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) };
+    const event = {
+      version: "2.0",
+      routeKey: route,
+      rawPath: url.pathname,
+      rawQueryString: url.search.slice(1),
+      headers,
+      queryStringParameters: url.search ? Object.fromEntries(url.searchParams) : undefined,
+      pathParameters: { proxy: url.pathname.replace(/^\/api\//, "") },
+      isBase64Encoded: false,
+      body,
+      requestContext: {
+        accountId: "123456789012", apiId: "wiring", domainName: url.host, domainPrefix: "wiring",
+        http: { method, path: url.pathname, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "webhooks-cli" },
+        requestId: `req-${Date.now()}`, routeKey: route, stage: "$default", time: "", timeEpoch: Date.now(),
+      },
+    };
+    const result = await management.invoke<{ statusCode: number; headers?: Record<string, string>; body?: string; isBase64Encoded?: boolean }>("invoke", event);
+    const text = result.isBase64Encoded ? Buffer.from(result.body ?? "", "base64").toString("utf8") : (result.body ?? "");
+    return answer(result.statusCode, Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)])), text);
+  };
+
+  it("with the token from Secrets Manager: 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter", async (t) => {
+    if (skip) return t.skip();
+    // The receiver is on this machine: only here may a subscription name it (the SSRF policy, as the relay's).
+    const management = await start("management/management/function", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    const relay = await start("relay/relay/function", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    await managementScenario({
+      call: call(management),
+      token: adminToken,
+      relayTick: () => relay.invoke("invoke", {}),
+      output: () => `${management.output()}\n--- relay ---\n${relay.output()}`,
+    });
+  }, 180_000);
+
+  it("the admin page and the reference are served under management_url", async (t) => {
+    if (skip) return t.skip();
+    const management = await start("management/management/function");
+    const page = await call(management)("GET", "/admin");
+    expect(page.status).toBe(200);
+    expect(page.headers["content-type"]).toMatch(/^text\/html/);
+    expect((await call(management)("GET", "/docs")).status).toBe(200);
+  }, 60_000);
 });

@@ -25,8 +25,10 @@
  *   `db_app_password`. The private CA reaches the functions through NODE_EXTRA_CA_CERTS, the
  *   stand-in for the public roots (DigiCert Global Root G2, Microsoft RSA Root CA 2017) that Node
  *   already trusts for the real server; the URL's fixed port 5432 is replaced by the stand-in's.
- * Only the test adds ALLOWED_DESTINATIONS=127.0.0.1,::1,localhost to the relay (the receivers are
- * local; on Azure the SSRF policy refuses them, as it should).
+ * Only the test adds ALLOWED_DESTINATIONS=127.0.0.1,::1,localhost to the relay and the management
+ * app (the receivers are local; on Azure the SSRF policy refuses them, as it should). The admin
+ * token and ENCRYPTION_KEYS in the stand-in vault are what `terraform console` evaluates the stack's
+ * write-only expressions to (test/wiring/support/generatedSecrets.ts).
  *
  * What it cannot reproduce: RBAC evaluation by Azure and its propagation delay (the stack waits
  * for it: rbacPropagation.ts), Key Vault reference resolution by the platform (and its refresh),
@@ -63,6 +65,8 @@ import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./su
 import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
 import { makeCertificate } from "./support/certificates.js";
 import { listenLocal, verifyingHandler, type Received } from "./support/receivers.js";
+import { answer, managementScenario, type ManagementCall } from "./support/managementScenario.js";
+import { generatedValue } from "./support/generatedSecrets.js";
 
 const DRIVER = fileURLToPath(new URL("./drivers/azure.mjs", import.meta.url));
 const APP_PASSWORD = "wiring app password: with / and @ and spaces";
@@ -70,7 +74,7 @@ const ALERT_SECRET = `whsec_${Buffer.from("wiring-alert-secret-32-bytes!!!!").to
 const SUBSCRIBER_SECRET = `whsec_${Buffer.from("wiring-subscriber-secret-32bytes").toString("base64")}`;
 const VAULT = "wiring-kv";
 /** Function App (construct id) → the function it runs. */
-const APPS = { ingress: "ingest", workers: "processor", relay: "relay", migrate: "migrate" } as const;
+const APPS = { ingress: "ingest", workers: "processor", relay: "relay", migrate: "migrate", management: "management" } as const;
 type AppId = keyof typeof APPS;
 
 let skip: string | undefined;
@@ -254,6 +258,12 @@ beforeAll(async () => {
   // The test partner, plus GitHub and Stripe for the handler module block (issue 16).
   vault.set("partner-signing-secrets", JSON.stringify({ ...JSON.parse(PARTNERS_JSON), ...SENDER_PARTNERS }));
   vault.set("alert-webhook-secret", ALERT_SECRET);
+  // The two secrets the stack generates (write-only): what Terraform evaluates their expressions to.
+  // The rows this test writes itself are under the test suite's key: the keys secret holds it after
+  // the stack's, as a rotation would (the first encrypts).
+  const generated = (name: string) => generatedValue(String(resourcesOf(json, "azurerm_key_vault_secret").find((k) => k.body.name === name)!.body.value_wo));
+  vault.set("admin-token", generated("admin-token"));
+  vault.set("encryption-keys", `${generated("encryption-keys")},${process.env.ENCRYPTION_KEYS}`);
   admin = openPostgres({ connectionString: pg.adminUrl, ssl: pg.ssl, max: 2 });
 }, 300_000);
 
@@ -439,5 +449,37 @@ describe("Azure wiring: a user's handler module outside the repository, bundled 
     expect(pushed.rows[0]?.type).toBe("repo.pushed");
     const types = await admin.query<{ event_type: string }>("SELECT event_type FROM inbox_entries WHERE partner_event_id = ANY($1::text[]) ORDER BY event_type", [[push.delivery, paid.eventId, created.eventId]]);
     expect(types.rows.map((r) => r.event_type)).toEqual(["invoice.created", "invoice.paid", "push"]);
+  }, 180_000);
+});
+
+describe("Azure wiring: issue 13: the management Function App", () => {
+  /** One request as the Functions host's front end hands it to the app at management_url. */
+  const call = (management: FunctionProcess): ManagementCall => async (method, path, options = {}) => {
+    const base = String(json.output!.management_url!.value).replace(/^https:\/\/\$\{[^}]+\}/, "https://wiring-management.azurewebsites.net");
+    const body = options.body === undefined ? "" : JSON.stringify(options.body);
+    const headers: Record<string, string> = { host: new URL(base).host, ...(body ? { "content-type": "application/json" } : {}), ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) };
+    const r = await management.invoke<{ status: number; headers: Record<string, string>; body: string }>("http", { method, url: `${base}${path}`, headers, bodyBase64: Buffer.from(body).toString("base64") });
+    return answer(r.status, Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)])), r.body);
+  };
+
+  it("registers one anonymous catch-all HTTP function under the host's api prefix, every method", async (t) => {
+    if (skip) return t.skip();
+    const management = await start("management");
+    expect(await management.invoke("registrations")).toEqual([expect.objectContaining({ name: "management", type: "httpTrigger", route: "{*path}", authLevel: "anonymous" })]);
+    const [registration] = await management.invoke<Registration[]>("registrations");
+    expect(registration!.methods).toEqual(expect.arrayContaining(["GET", "POST", "PATCH", "DELETE"]));
+  }, 60_000);
+
+  it("with the token from Key Vault: 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter", async (t) => {
+    if (skip) return t.skip();
+    // The receiver is on this machine: only here may a subscription name it (the SSRF policy, as the relay's).
+    const management = await start("management", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    const relay = await start("relay", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    await managementScenario({
+      call: call(management),
+      token: vault.get("admin-token")!,
+      relayTick: () => relay.invoke("timer", { name: "relay" }, 120_000),
+      output: () => `${management.output()}\n--- relay ---\n${relay.output()}`,
+    });
   }, 180_000);
 });

@@ -14,8 +14,10 @@
  * - Pub/Sub → the emulator, with the stack's project, topic and subscription names;
  *   Cloud Storage → the test peer (test/support/gcsTestPeer.ts), through
  *   `WEBHOOKS_STORAGE_API_ENDPOINT`; `PUBSUB_EMULATOR_HOST` likewise: both are test-only settings.
- * Added for the test only: ALLOWED_DESTINATIONS=127.0.0.1 on the relay (its receivers are local),
- * and ALERT_WEBHOOK_URL pointed at the local alert receiver (the stack requires https).
+ * Added for the test only: ALLOWED_DESTINATIONS=127.0.0.1 on the relay and the management function
+ * (its receivers are local), and ALERT_WEBHOOK_URL pointed at the local alert receiver (the stack
+ * requires https). The admin token and ENCRYPTION_KEYS, whose first versions the stack generates
+ * (write-only), are what `terraform console` evaluates their expressions to.
  *
  * Migrate runs first, as the deploy does; then each function is driven as Google would: ingest by
  * an HTTP POST (as API Gateway forwards it), the processor by Pub/Sub push envelopes pulled from
@@ -52,6 +54,8 @@ import { startFunctionProcess, type FunctionProcess } from "./support/functionPr
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs, type RefResolver } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
+import { answer, managementScenario, type ManagementCall } from "./support/managementScenario.js";
+import { generatedValue } from "./support/generatedSecrets.js";
 
 const DRIVER = fileURLToPath(new URL("./drivers/gcp.mjs", import.meta.url));
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
@@ -117,7 +121,22 @@ function secretValue(secretId: string): string {
   if (!secret) throw new Error(`no Secret Manager secret ${secretId} in the stack`);
   const version = resourcesOf(json, "google_secret_manager_secret_version").find((v) => String(v.body.secret).includes(`${secret.type}.${secret.name}.id`));
   if (!version) throw new Error(`the secret ${secretId} has no version in the stack: the function would not deploy`);
+  if (version.body.secret_data_wo !== undefined) return generatedSecret(secretId, String(version.body.secret_data_wo));
   return resolveRefs(String(version.body.secret_data), resolver(), `${secretId}'s version`);
+}
+
+/**
+ * A first version the stack generates (write-only): what Terraform evaluates its expression to, once
+ * per secret. The rows this test writes itself are under the test suite's key: the keys secret holds
+ * it after the stack's, as a rotation would (the first encrypts).
+ */
+const generatedSecrets = new Map<string, string>();
+function generatedSecret(secretId: string, expression: string): string {
+  if (!generatedSecrets.has(secretId)) {
+    const value = generatedValue(expression);
+    generatedSecrets.set(secretId, secretId.endsWith("-encryption-keys") ? `${value},${process.env.ENCRYPTION_KEYS}` : value);
+  }
+  return generatedSecrets.get(secretId)!;
 }
 
 /** The Cloud SQL URL points at the private IP's port 5432; the stand-in listens elsewhere. */
@@ -246,7 +265,7 @@ beforeAll(async () => {
   json = stack.json;
   owner = openPostgres({ connectionString: db.adminUrl, ssl: db.ssl, max: 2 });
   // What Cloud Build's `npm install` would put next to each bundle: the framework it names.
-  for (const fn of ["ingest", "processor", "relay", "migrate"]) {
+  for (const fn of ["ingest", "processor", "relay", "migrate", "management"]) {
     const link = join(stack.bundleDir(fn), "node_modules/@google-cloud/functions-framework");
     if (existsSync(link)) continue;
     mkdirSync(dirname(link), { recursive: true });
@@ -381,10 +400,10 @@ describe("GCP wiring: the synthesized stack and the real bundles on Node 22", ()
   }, 60_000);
 });
 
-describe("GCP wiring: the stack's functions are the four bundles", () => {
+describe("GCP wiring: the stack's functions are the five bundles", () => {
   it("has no function this test does not start", (t) => {
     if (skip) return t.skip();
-    expect(resourcesOf(json, "google_cloudfunctions2_function").map((f) => f.body.name).sort()).toEqual(["hooktest-ingest", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
+    expect(resourcesOf(json, "google_cloudfunctions2_function").map((f) => f.body.name).sort()).toEqual(["hooktest-ingest", "hooktest-management", "hooktest-migrate", "hooktest-processor", "hooktest-relay"]);
   });
 });
 
@@ -423,5 +442,52 @@ describe("GCP wiring: a user's handler module outside the repository, bundled in
     } finally {
       url["hooktest-processor"] = standard!;
     }
+  }, 180_000);
+});
+
+describe("GCP wiring: issue 13: the management function behind API Gateway", () => {
+  /**
+   * One request as API Gateway forwards it on `/api/{path=**}` (APPEND_PATH_TO_ADDRESS): the path
+   * appended to the function's URL, the gateway's own identity token in `Authorization`, the caller's
+   * `Authorization` moved to `X-Forwarded-Authorization` (so "no token" is a request carrying only
+   * the gateway's: it must be refused).
+   */
+  const call = (managementUrl: string): ManagementCall => async (method, path, options = {}) => {
+    const prefix = new URL(String(json.output!.management_url!.value).replace(/^https:\/\/\$\{[^}]+\}/, "https://gateway.example")).pathname;
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const headers: Record<string, string> = {
+      authorization: bearer(managementUrl, "gateway"),
+      ...(options.token ? { "x-forwarded-authorization": `Bearer ${options.token}` } : {}),
+      ...(body ? { "content-type": "application/json" } : {}),
+    };
+    const r = await fetch(`${managementUrl}${prefix}${path}`, { method, headers, body });
+    return answer(r.status, Object.fromEntries(r.headers), await r.text());
+  };
+
+  it("routes /api/{path=**}, every method, to the management function in the gateway's document", (t) => {
+    if (skip) return t.skip();
+    const doc = String(block(block(resourcesOf(json, "google_api_gateway_api_config")[0]!.body.openapi_documents).document).contents);
+    const management = fnResource("management");
+    expect(doc).toContain(`${management.type}.${management.name}.service_config[0].uri`);
+    expect(doc).toMatch(/"\/api\/\{path=\*\*\}"/);
+  });
+
+  it("with the token from Secret Manager (as X-Forwarded-Authorization): 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter", async (t) => {
+    if (skip) return t.skip();
+    const management = await start("management", { ALLOWED_DESTINATIONS: "127.0.0.1" });
+    url["hooktest-management"] = management.url;
+    const relay = await start("relay", { ALLOWED_DESTINATIONS: "127.0.0.1", ALERT_WEBHOOK_URL: `${alerts.url}/alerts` });
+    url["hooktest-relay"] = relay.url;
+    const token = environmentOf("management").env.ADMIN_TOKEN!;
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    await managementScenario({
+      call: call(management.url),
+      token,
+      relayTick: async () => {
+        const tick = await schedulerTick("relay", "relay/job");
+        expect(tick.status, relay.fp.output().slice(-3000)).toBe(200);
+      },
+      output: () => `${management.fp.output()}\n--- relay ---\n${relay.fp.output()}`,
+    });
   }, 180_000);
 });

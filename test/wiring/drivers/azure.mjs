@@ -88,10 +88,16 @@ function indexed() {
 // Index at start, as the host does: a registration the settings cannot satisfy fails the process.
 indexed();
 
-/** Matches `/api/<route>` against the registered route template; the route parameters, or undefined. */
+/**
+ * Matches `/api/<route>` against the registered route template (the host's default route prefix
+ * `api`); the route parameters, or undefined. `{name}` is one segment, `{*name}` the catch-all: the
+ * rest of the path, slashes included, possibly empty (ASP.NET Core routing, which the host uses).
+ */
 function matchRoute(template, path) {
   const names = [];
   const pattern = template.split("/").map((part) => {
+    const catchAll = /^\{\*(\w+)\}$/.exec(part);
+    if (catchAll) { names.push(catchAll[1]); return "(.*)"; }
     const m = /^\{(\w+)\}$/.exec(part);
     if (m) { names.push(m[1]); return "([^/]+)"; }
     return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
