@@ -77,6 +77,7 @@ export function safeAttributes(attributes: Record<string, string | number | bool
   const out: Attributes = {};
   for (const [key, value] of Object.entries(attributes)) {
     if (value === undefined || value === null || FORBIDDEN_KEY.test(key)) continue;
+    // (The type test made `true` survives as equivalent: a number or boolean has no length.)
     if (typeof value === "string" && value.length > MAX_STRING_ATTRIBUTE) continue;
     out[key] = value;
   }
@@ -104,6 +105,7 @@ function meter(): Meter {
 
 function instruments(): Instruments {
   const provider = metrics.getMeterProvider();
+  // (Made `false`, an equivalent survivor: the SDK hands back the same instrument for the same name.)
   if (cached && cachedFor === provider) return cached;
   const m = meter();
   cachedFor = provider;
@@ -124,6 +126,8 @@ export function recordDeliveryAttempt(input: { outcome: DeliveryOutcome; latency
   const attrs = { outcome: input.outcome };
   const i = instruments();
   i.deliveryAttempts.add(1, attrs);
+  // A histogram takes no negative value; the OTel SDK drops one itself (so `>= 0` made `true`
+  // survives against it), another SDK might not.
   if (Number.isFinite(input.latencyMs) && input.latencyMs >= 0) i.deliveryLatency.record(input.latencyMs, attrs);
 }
 
@@ -166,6 +170,7 @@ export function observeQueueDepth(read: () => Promise<Partial<Record<QueueName, 
     try {
       const depths = await read();
       for (const [queue, value] of Object.entries(depths)) {
+        // The OTel SDK drops a non-number itself (so this test made `true` survives against it); another might not.
         if (typeof value === "number") result.observe(value, { queue });
       }
     } catch {
