@@ -4,16 +4,22 @@
 import { execFileSync, spawnSync } from "node:child_process";
 
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["test/functions", "test/wiring"];
+// `node@22` installs its binary with an install script, which npm skips under ignore-scripts; the
+// per-platform package holds the binary itself (as test/wiring/support/node22.ts does).
+const candidates = ["node@22", `node-${process.platform === "win32" ? "win" : process.platform}-${process.arch}@22`];
 let node;
-try {
-  node = execFileSync("npx", ["-y", "-p", "node@22", "-c", "command -v node"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop();
-} catch {
-  console.error("test:node22: could not get Node 22 from the npm registry (npx -y -p node@22). Connect to the registry and run again.");
-  process.exit(1);
+let version = "";
+for (const pkg of candidates) {
+  try {
+    node = execFileSync("npx", ["-y", "-p", pkg, "-c", "command -v node"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop();
+    version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
+    if (version.startsWith("v22.")) break;
+  } catch {
+    // the next candidate
+  }
 }
-const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
 if (!version.startsWith("v22.")) {
-  console.error(`test:node22: npx gave Node ${version}, not 22.`);
+  console.error(`test:node22: could not get Node 22 from the npm registry (npx -y -p ${candidates.join(" / ")}; got ${version || "nothing"}). Connect to the registry and run again.`);
   process.exit(1);
 }
 console.log(`\n== the function and wiring tests on Node ${version} (${files.join(", ")})\n`);
