@@ -173,6 +173,37 @@ async function loadSubscriptions() {
     td(s.health?.disabledReason, "reason"),
     el("td", {}, ...subscriptionActions(s)),
   ), "No subscriptions.");
+  await loadOrderingKeys(rows.filter((s) => s.ordered));
+}
+
+/**
+ * Ordered subscriptions' keys with work (issue 15): the delivery whose turn it is, how many wait
+ * behind it, and, when a dead letter blocks the key, a Skip button (the dead letter stays; the next
+ * delivery goes). The skip names the dead letter it saw, so a stale page never skips another one.
+ */
+async function loadOrderingKeys(ordered) {
+  const lists = await Promise.all(ordered.map(async (s) => ({ s, keys: items(await api("GET", `/subscriptions/${encodeURIComponent(s.id)}/ordering-keys?limit=100`)) })));
+  const rows = lists.flatMap(({ s, keys }) => keys.map((k) => ({ s, k })));
+  fill($("ordering-rows"), rows, ({ s, k }) => el("tr", { "data-id": `${s.id} ${k.orderingKey}` },
+    td(el("code", {}, s.id)),
+    td(el("code", {}, k.orderingKey)),
+    td(badge(k.blocked ? "blocked" : "moving", k.blocked ? "dead" : "pending")),
+    td(k.waiting),
+    td(k.head ? el("code", {}, k.head.id) : "(dead letter purged)"),
+    td(k.head?.deadReason, "reason"),
+    el("td", {}, k.blocked && canWrite() ? el("button", {
+      type: "button",
+      onclick: async (e) => {
+        e.currentTarget.disabled = true;
+        try {
+          await api("POST", `/subscriptions/${encodeURIComponent(s.id)}/ordering-keys/${encodeURIComponent(k.orderingKey)}/skip`, k.head ? { deliveryId: k.head.id } : {});
+        } catch (error) {
+          showError(error);
+        }
+        await refresh();
+      },
+    }, "Skip") : ""),
+  ), ordered.length ? "No ordering key has work." : "No ordered subscriptions.");
 }
 
 /** Re-enable (when not healthy), pause or resume, send a test event, delete: each one documented operation. */

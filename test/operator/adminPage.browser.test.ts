@@ -158,3 +158,49 @@ suite("admin page in Chromium, logged in with an application key", (ctx) => {
     expect(await t.undocumentedRequests()).toEqual([]);
   }, 90_000);
 });
+
+/**
+ * Issue 15 (ordered delivery): the page shows an ordered subscription's waiting keys; a key a dead
+ * letter blocks has a Skip button; skipped, the dead letter stays dead and the next delivery goes.
+ */
+suite("admin page in Chromium: ordering keys", (ctx) => {
+  let t: TestPlatform;
+  let receiver: TestReceiver;
+  let browser: Browser;
+
+  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
+  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
+  afterAll(async () => { await browser?.close(); });
+
+  it("shows a blocked key with what waits behind it, and skips it", async () => {
+    receiver.answer = ({ path }) => (path === "/ordered" ? 400 : 200);
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/ordered`, eventTypes: ["page.ordered"], ordered: true, maxAttempts: 1 });
+    await t.api("POST", "/events/batch", { events: [1, 2, 3].map((n) => ({ id: `page-o${n}`, type: "page.ordered", data: n, orderingKey: "cart/9" })) });
+    const first = `page-o1:${sub.id}`;
+    await expect.poll(async () => (await t.api("GET", `/subscriptions/${sub.id}/ordering-keys`)).orderingKeys[0]?.blocked, { timeout: 15_000 }).toBe(true);
+    receiver.answer = 200;
+
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    await page.goto(`${t.baseUrl}/admin`);
+    await page.fill("#token", t.token);
+    await page.click("#login button[type=submit]");
+    const row = page.locator(`#ordering-rows tr[data-id="${sub.id} cart/9"]`);
+    await row.waitFor({ timeout: 15_000 });
+    const text = await row.textContent();
+    expect(text).toContain("blocked");
+    expect(text).toContain(first);
+    expect(text).toContain("permanent");
+    expect(await row.locator("td").nth(3).textContent()).toBe("2"); // two wait behind it
+
+    await row.getByRole("button", { name: "Skip" }).click();
+    await expect.poll(async () => (await t.api("GET", `/deliveries/${encodeURIComponent(`page-o3:${sub.id}`)}`)).status, { timeout: 15_000 }).toBe("delivered");
+    expect((await t.api("GET", `/deliveries/${encodeURIComponent(first)}`)).status).toBe("dead");
+    expect(receiver.received.filter((r) => r.path === "/ordered").map((r) => r.headers["webhook-id"])).toEqual([first, `page-o2:${sub.id}`, `page-o3:${sub.id}`]);
+    await expect.poll(() => page.textContent("#ordering-rows"), { timeout: 15_000 }).toContain("No ordering key has work.");
+
+    expect(pageErrors).toEqual([]);
+    expect(await t.undocumentedRequests()).toEqual([]);
+  }, 90_000);
+});
