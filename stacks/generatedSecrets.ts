@@ -6,15 +6,16 @@
  * OpenTofu ≥ 1.11). Read or rotate it in the cloud's secret store (docs/deploy.md); Terraform
  * leaves later versions alone, and sends a new value only if WRITE_ONLY_VERSION is raised.
  *
- * No random provider is needed: `uuid()` is Terraform's own random source (hashicorp/go-uuid
- * reads crypto/rand: 122 random bits in each UUID), hashed into the format the code expects.
+ * No random provider is needed: `uuid()` is Terraform's own random source (hashicorp/go-uuid's
+ * GenerateUUID: 16 bytes from crypto/rand, "purely random", not an RFC 4122 version 4, so 128
+ * random bits in each), hashed into the format the code expects.
  */
 import { Fn } from "cdktf";
 
 /** Raising it makes Terraform write a freshly generated value (a rotation by Terraform). */
 export const WRITE_ONLY_VERSION = 1;
 
-/** 64 hex characters: SHA-256 of three random UUIDs (366 random bits in, 256 out). */
+/** 64 hex characters: SHA-256 of three random UUIDs (384 random bits in, 256 out). */
 export function generatedAdminToken(): string {
   return Fn.sha256(`${Fn.uuid()}${Fn.uuid()}${Fn.uuid()}`);
 }
