@@ -2,5 +2,9 @@ import { http } from "@google-cloud/functions-framework";
 import { processPush } from "./handlers.js";
 import { topicAndClaimChecks } from "./connections.js";
 import { gcpRuntime } from "./runtime.js";
+import { runAsProduction } from "./production.js";
+
+// Before the framework makes its Express app: its own error pages carry no stack trace (production.ts).
+runAsProduction();
 
 http("processor", (req, res) => processPush(gcpRuntime(topicAndClaimChecks), req, res));

@@ -224,7 +224,8 @@ describe("the built management bundles serve the API and the page from their own
     await symlink(join(REPO, "node_modules/@google-cloud/functions-framework"), join(bundleDir, "node_modules/@google-cloud/functions-framework"), "dir");
     const fp = await startFunctionProcess({
       driver: join(REPO, "test/wiring/drivers/gcp.mjs"), bundleDir, args: ["management"],
-      env: { ...common(), GOOGLE_CLOUD_PROJECT: "bundle-test", DATABASE_URL: database!.url, ADMIN_TOKEN: TOKEN, NODE_ENV: "production" },
+      // No NODE_ENV: the entry sets it, so the framework's own error pages carry no stack trace.
+      env: { ...common(), GOOGLE_CLOUD_PROJECT: "bundle-test", DATABASE_URL: database!.url, ADMIN_TOKEN: TOKEN },
     });
     running.push(fp);
     const { url } = await fp.invoke<{ url: string }>("url");
@@ -232,5 +233,9 @@ describe("the built management bundles serve the API and the page from their own
       const r = await fetch(url + path, { method, headers, body });
       return { status: r.status, text: await r.text(), type: r.headers.get("content-type") ?? undefined };
     });
+    // A body sent as JSON that is not: the framework's parser answers before the function (docs/functions.md).
+    const notJson = await fetch(`${url}/api/events`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: "{nope" });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.text()).not.toMatch(/JSON\.parse|node_modules|\bat \S+:\d+/);
   }, 120_000);
 });
