@@ -32,6 +32,7 @@ export const MODULES: MutationModule[] = [
   { file: "shared/outbound/retryPolicy.ts", tests: ["test/outbound/retryPolicy.test.ts"] },
   { file: "shared/outbound/decide.ts", tests: ["test/outbound/decide.test.ts"] },
   { file: "shared/outbound/health.ts", tests: ["test/outbound/health.summarise.test.ts"] },
+  { file: "shared/server/auth.ts", tests: ["test/server/bearer.test.ts"], ci: true },
   { file: "shared/telemetry/telemetry.ts", tests: ["test/telemetry/telemetry.test.ts"] },
   { file: "shared/inbound/stateMachine.ts", tests: ["test/inbound/reconciler.test.ts", "test/inbound/stateMachine.test.ts"] },
 ];
