@@ -133,15 +133,17 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
  * Input is sorted by id, so two transactions enqueueing overlapping batches take their unique-key
  * locks in the same order and cannot deadlock on each other.
  */
-const enqueueStatement = (input: string) => `WITH input AS (
+const enqueueStatement = (input: string, checkApplications: boolean) => `WITH input AS (
      ${input}
    ),
    -- Events for an application that is not live (no foreign key: migration 014 says why). One is
    -- enough for the statement to write nothing at all, so a caller outside a transaction never
-   -- commits part of a batch it was told failed.
+   -- commits part of a batch it was told failed. Not looked up for the default application, which
+   -- cannot be deleted: single-tenant enqueues pay nothing for applications.
    missing AS (
-     SELECT i.id, i.application_id FROM input i
-     WHERE NOT EXISTS (SELECT 1 FROM outbound_applications a WHERE a.id = i.application_id AND a.deleted_at IS NULL)
+     ${checkApplications
+       ? "SELECT i.id, i.application_id FROM input i WHERE NOT EXISTS (SELECT 1 FROM outbound_applications a WHERE a.id = i.application_id AND a.deleted_at IS NULL)"
+       : "SELECT NULL::text AS id, NULL::text AS application_id WHERE false"}
    ),
    inserted AS (
      INSERT INTO outbound_events (id, type, body, application_id, ordering_key)
@@ -206,10 +208,15 @@ const enqueueStatement = (input: string) => `WITH input AS (
  * array always does (the generic plan guesses 100 elements): planning this CTE then cost more
  * than running it (measured: 210 µs of server CPU per event with an array, 78 with parameters).
  */
-const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement("SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id, $6::text AS ordering_key, 1::bigint AS pos"));
-const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(`SELECT i.id, i.type, i.body, i.application_id, i.ordering_key, i.pos
+const ONE_INPUT = "SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id, $6::text AS ordering_key, 1::bigint AS pos";
+const MANY_INPUT = `SELECT i.id, i.type, i.body, i.application_id, i.ordering_key, i.pos
      FROM unnest($1::text[], $2::text[], $3::text[], $5::text[], $6::text[]) WITH ORDINALITY AS i(id, type, body, application_id, ordering_key, pos)
-     ORDER BY i.id`));
+     ORDER BY i.id`;
+const ENQUEUE_ONE = prepared("outbound_enqueue_one", enqueueStatement(ONE_INPUT, false));
+const ENQUEUE_MANY = prepared("outbound_enqueue_many", enqueueStatement(MANY_INPUT, false));
+/** For events of applications other than the default one: their application is checked. */
+const ENQUEUE_ONE_CHECKED = prepared("outbound_enqueue_one_checked", enqueueStatement(ONE_INPUT, true));
+const ENQUEUE_MANY_CHECKED = prepared("outbound_enqueue_many_checked", enqueueStatement(MANY_INPUT, true));
 const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AND application_id = $4 AND ordering_key IS NOT DISTINCT FROM $5 AS same FROM outbound_events WHERE id = $1`);
 const DELIVERIES_OF = prepared("outbound_deliveries_of", `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`);
 
@@ -292,14 +299,15 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
   for (const [index, event] of events.entries()) {
     const first = unique.get(event.id);
     if (!first) unique.set(event.id, { event, index });
-    else if (first.event.type !== event.type || first.event.orderingKey !== event.orderingKey || !isDeepStrictEqual(JSON.parse(first.event.dataJson), JSON.parse(event.dataJson))) {
+    else if (first.event.type !== event.type || first.event.orderingKey !== event.orderingKey || first.event.applicationId !== event.applicationId || !isDeepStrictEqual(JSON.parse(first.event.dataJson), JSON.parse(event.dataJson))) {
       throw new EventConflictError(event.id, `events[${first.index}] and events[${index}] share the id ${event.id} with a different type or payload; give each event its own id.`);
     }
   }
   const batch = [...unique.values()].map((u) => u.event);
+  const checked = batch.some((e) => e.applicationId !== DEFAULT_APPLICATION_ID);
   const [text, values] = batch.length === 1
-    ? [ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId, batch[0]!.orderingKey]]
-    : [ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId), batch.map((e) => e.orderingKey)]];
+    ? [checked ? ENQUEUE_ONE_CHECKED : ENQUEUE_ONE, [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId, batch[0]!.orderingKey]]
+    : [checked ? ENQUEUE_MANY_CHECKED : ENQUEUE_MANY, [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId), batch.map((e) => e.orderingKey)]];
   const { rows } = await tx.query<{ kind: "event" | "delivery" | "notified" | "no_application"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }>(text, values);
   // The statement wrote nothing (see `missing`).
   const orphan = rows.find((r) => r.kind === "no_application");

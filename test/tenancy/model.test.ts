@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
-import { enqueue } from "../../shared/outbound/enqueue.js";
+import { enqueue, enqueueMany } from "../../shared/outbound/enqueue.js";
 import { createApiKey, identifyKey, listApiKeys, revokeApiKey } from "../../shared/tenancy/apiKeys.js";
 import { ApplicationInUseError, createApplication, DEFAULT_APPLICATION_ID, deleteApplication, getApplication, listApplications } from "../../shared/tenancy/applications.js";
 import { listAuditLog, recordChange } from "../../shared/tenancy/auditLog.js";
@@ -99,6 +99,17 @@ describeEachBackend("tenancy model", (ctx) => {
     expect((await enqueue(ctx.db, { id: "fan-a", type: "fan.x", data: 1, applicationId: a.id })).created).toBe(false);
     await expect(enqueue(ctx.db, { id: "fan-a", type: "fan.x", data: 1, applicationId: b.id })).rejects.toThrow(/already enqueued/);
     await expect(enqueue(ctx.db, { type: "fan.x", data: 1, applicationId: "app_missing" })).rejects.toThrow(/No application/);
+  });
+
+  it("a batch may mix applications; one unknown application writes nothing of it; an id twice in two applications is a conflict", async () => {
+    const a = await createApplication(ctx.db, { name: "batch A" });
+    const subA = await createSubscription(ctx.db, { url: "https://a.example/b", eventTypes: ["mix.*"], applicationId: a.id });
+    const subD = await createSubscription(ctx.db, { url: "https://d.example/b", eventTypes: ["mix.*"] });
+    const results = await enqueueMany(ctx.db, [{ id: "mix-a", type: "mix.x", data: 1, applicationId: a.id }, { id: "mix-d", type: "mix.x", data: 1 }]);
+    expect(results.map((r) => r.deliveries.map((d) => d.subscriptionId))).toEqual([[subA.id], [subD.id]]);
+    await expect(enqueueMany(ctx.db, [{ id: "mix-new", type: "mix.x", data: 1 }, { id: "mix-bad", type: "mix.x", data: 1, applicationId: "app_missing" }])).rejects.toThrow(/No application with id "app_missing"/);
+    expect((await ctx.db.query("SELECT id FROM outbound_events WHERE id IN ('mix-new', 'mix-bad')")).rows).toEqual([]);
+    await expect(enqueueMany(ctx.db, [{ id: "mix-twice", type: "mix.x", data: 1 }, { id: "mix-twice", type: "mix.x", data: 1, applicationId: a.id }])).rejects.toThrow(/share the id/);
   });
 
   it("pages the audit log newest first", async () => {
