@@ -117,6 +117,9 @@ const schema = z.object({
 
 export type Config = Omit<z.infer<typeof schema>, "MAX_INBOUND_BODY_BYTES"> & { ADMIN_TOKEN: string; adminTokenGenerated: boolean; MAX_INBOUND_BODY_BYTES: number };
 
+/** Settings whose values are secrets (or hold one, as a URL's password): an error names them, never quotes them. */
+const SECRET_SETTINGS = new Set(["ADMIN_TOKEN", "ALERT_WEBHOOK_SECRET", "DATABASE_URL", "ENCRYPTION_KEYS"]);
+
 /** Reads and validates the configuration; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const picked: Record<string, string | undefined> = {};
@@ -126,7 +129,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const parsed = safeParse(schema, picked);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `- ${i.path.join(".")}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])])})`);
+    // A secret's value is never quoted: the message goes to logs (a cloud function logs it).
+    const got = (name: string) => (SECRET_SETTINGS.has(name) ? "its value is not shown" : `got ${JSON.stringify(picked[name])}`);
+    const lines = parsed.error.issues.map((i) => `- ${i.path.join(".")}: ${i.message} (${got(String(i.path[0]))})`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}\nFix these environment variables and start again.`);
   }
   // Checked here rather than in the schema, whose messages quote the value: key bytes are never

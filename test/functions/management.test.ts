@@ -28,6 +28,7 @@ import { migrate } from "../../shared/db/migrate.js";
 import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { createLogger } from "../../shared/telemetry/log.js";
+import { runCli } from "../../shared/cli/main.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable } from "../support/emulators.js";
 import { startReceiver, type Receiver } from "../outbound/support/receiver.js";
@@ -350,6 +351,19 @@ describe("a token that cannot be used is no token", () => {
     expect([a.status, parse(a).error.code]).toEqual([503, "not_configured"]);
   });
 
+  it("the reason logged for a token the configuration refuses names the setting, never the token", () => {
+    for (const [name, value] of [["ADMIN_TOKEN", "short-secret"], ["ALERT_WEBHOOK_SECRET", "whsec_not-base64!"], ["DATABASE_URL", "secret-password-not-a-url"]] as [string, string][]) {
+      let message = "";
+      try {
+        loadConfig({ [name]: value });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message, name).toContain(`- ${name}:`);
+      expect(message, name).not.toContain(value);
+    }
+  });
+
   it("AWS: a secret that cannot be read is refused (503), and the answer does not say why", async (t) => {
     if (skip || !clouds.aws) return t.skip();
     const runtime = createAwsRuntime({
@@ -367,5 +381,25 @@ describe("a token that cannot be used is no token", () => {
     const a = await fromAzure(await azureManagementWith(bad, azureRequest(get)));
     expect([a.status, parse(a).error.code]).toEqual([503, "not_configured"]);
     expect(a.text).not.toContain("WEBHOOKS_NO_SUCH_SETTING");
+  });
+});
+
+describe("the CLI against a management function", () => {
+  it("`webhooks --url <management_url>` (…/api) creates, lists and replays through the GCP function, as against a local server", async (t) => {
+    if (skip) return t.skip();
+    const server = getTestServer(`management-${suffix}`);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server);
+    const managementUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}${BASE}`;
+    const cli = async (...args: string[]) => {
+      let out = "";
+      let err = "";
+      const code = await runCli([...args, "--url", managementUrl, "--json"], { stdout: (s) => { out += s; }, stderr: (s) => { err += s; }, env: { ADMIN_TOKEN: TOKEN }, cwd: process.cwd() });
+      if (code !== 0) throw new Error(`webhooks ${args.join(" ")} → ${code}: ${err}`);
+      return JSON.parse(out) as any;
+    };
+    const created = await cli("subscriptions", "create", "--endpoint", `${receiver.url}/cli`, "--event", "cli.thing");
+    expect((await cli("subscriptions", "list", "--limit", "1000")).map((s: { id: string }) => s.id)).toContain(created.id);
+    expect(Array.isArray(await cli("dlq", "list"))).toBe(true);
   });
 });
