@@ -101,6 +101,19 @@ describeEachBackend("tenancy model", (ctx) => {
     await expect(enqueue(ctx.db, { type: "fan.x", data: 1, applicationId: "app_missing" })).rejects.toThrow(/No application/);
   });
 
+  it("a backfill sends its own application's past events only", async () => {
+    const a = await createApplication(ctx.db, { name: "backfill A" });
+    const b = await createApplication(ctx.db, { name: "backfill B" });
+    await enqueue(ctx.db, { id: "bf-a", type: "bf.x", data: 1, applicationId: a.id });
+    await enqueue(ctx.db, { id: "bf-b", type: "bf.x", data: 1, applicationId: b.id });
+    await enqueue(ctx.db, { id: "bf-d", type: "bf.x", data: 1 });
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const sub = await createSubscription(ctx.db, { url: "https://a.example/bf", eventTypes: ["bf.*"], applicationId: a.id, backfill: { since } });
+    expect(sub.backfilled).toBe(1);
+    const { rows } = await ctx.db.query<{ event_id: string }>("SELECT event_id FROM outbound_deliveries WHERE subscription_id = $1", [sub.id]);
+    expect(rows.map((r) => r.event_id)).toEqual(["bf-a"]);
+  });
+
   it("a batch may mix applications; one unknown application writes nothing of it; an id twice in two applications is a conflict", async () => {
     const a = await createApplication(ctx.db, { name: "batch A" });
     const subA = await createSubscription(ctx.db, { url: "https://a.example/b", eventTypes: ["mix.*"], applicationId: a.id });
