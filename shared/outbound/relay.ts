@@ -261,7 +261,9 @@ export function createRelay(options: RelayOptions): Relay {
 
   const complete = async (completions: Completion[]) => {
     const result = await completeDeliveries(db, completions, health);
-    if (result.stale.length > 0) logger?.warn({ stale: result.stale.length }, "completions not applied: the lease was lost to another relay, or the delivery was cancelled (its subscription deleted) meanwhile");
+    const lost = result.stale.length - result.cancelled.length;
+    if (lost > 0) logger?.warn({ stale: lost }, "completions not applied: the lease was lost to another relay (this relay held the deliveries past their lease)");
+    if (result.cancelled.length > 0) logger?.info({ cancelled: result.cancelled.length }, "completions not applied: the deliveries were cancelled (their subscription deleted) during the attempt");
     for (const t of result.transitions) logger?.warn(t, "subscription health changed");
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");

@@ -15,8 +15,10 @@ export interface HealthTransition {
 export interface CompletionResult {
   /** Deliveries whose new state was written. */
   accepted: string[];
-  /** Deliveries whose lease had passed to another relay: their outcome was logged, not applied. */
+  /** Deliveries whose outcome was logged, not applied: the lease had passed to another relay, or the delivery was cancelled. */
   stale: string[];
+  /** Of `stale`, those cancelled meanwhile (their subscription was deleted during the attempt): expected, not a lost lease. */
+  cancelled: string[];
   /** Subscriptions whose status changed. */
   transitions: HealthTransition[];
 }
@@ -143,7 +145,13 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    UNION ALL
    SELECT 'subscription', id, old_status, status FROM health
    UNION ALL
-   SELECT 'key', subscription_id, ordering_key, status FROM moved`);
+   SELECT 'key', subscription_id, ordering_key, status FROM moved
+   UNION ALL
+   -- Not applied because cancelled (a deleted subscription's), told from a lost lease; the lookup
+   -- runs for rows not applied only (CASE), one index probe each.
+   SELECT 'cancelled', c.id, NULL, NULL FROM c
+   WHERE CASE WHEN EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id) THEN false
+              ELSE coalesce((SELECT d.status = 'cancelled' FROM outbound_deliveries d WHERE d.id = c.id), false) END`);
 
 /**
  * Makes due the new head of each key given ($1 subscriptions, $2 keys) that is waiting, and wakes
@@ -180,7 +188,7 @@ export async function releaseNext(q: Queryable, keys: readonly { subscriptionId:
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
 export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
-  if (completions.length === 0) return { accepted: [], stale: [], transitions: [] };
+  if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [] };
   // A batch with ordered deliveries moves keys on and then makes their next deliveries due: two
   // statements that must commit together (or a crash between them would leave a key stuck).
   if ("transaction" in db && completions.some((c) => c.delivery.orderingKey != null)) {
@@ -190,7 +198,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
   // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
   // attempt is logged, even a stale one (the request did reach, or try to reach, the receiver),
   // unless retention has deleted its delivery meanwhile.
-  const { rows } = await db.query<{ kind: "delivery" | "subscription" | "key"; id: string; old_status: string | null; status: string | null }>(
+  const { rows } = await db.query<{ kind: "delivery" | "subscription" | "key" | "cancelled"; id: string; old_status: string | null; status: string | null }>(
     COMPLETE_BATCH,
     [
       updates.map((u) => u.subscriptionId),
@@ -224,6 +232,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
   return {
     accepted: [...accepted],
     stale: completions.map((c) => c.delivery.id).filter((id) => !accepted.has(id)),
+    cancelled: rows.filter((r) => r.kind === "cancelled").map((r) => r.id),
     transitions: rows
       .filter((r) => r.kind === "subscription" && r.old_status !== r.status)
       .map((r) => ({ subscriptionId: r.id, from: r.old_status!, to: r.status! })),
