@@ -54,6 +54,25 @@ export const subscriptionSchema = z.strictObject({
   backfilled: z.optional(int),
 });
 
+/** Which keys the stored secrets are under (docs/secrets.md#rotating-the-key-without-downtime). Key ids only, never key bytes. */
+export const encryptionStatusSchema = z.strictObject({
+  /** The first key of ENCRYPTION_KEYS: every value written is sealed under it. */
+  primaryKeyId: z.string(),
+  /** Every key id this process can decrypt with, in ENCRYPTION_KEYS order. */
+  keyIds: z.array(z.string()),
+  /** Stored values (secrets and header values) per key id; `plaintext` for values not sealed yet. */
+  values: z.record(z.string(), int),
+  /** True when every stored value is under the primary key: the older keys may be dropped. */
+  rotated: z.boolean(),
+});
+
+/** What one re-encryption pass did. */
+export const reencryptResultSchema = z.strictObject({
+  rewritten: int,
+  skipped: int,
+  unreadable: z.array(z.strictObject({ id: z.string(), error: z.string() })),
+});
+
 /** A subscription's v1a public keys (docs/secrets.md#asymmetric-signatures-v1a). */
 export const publicKeysSchema = z.strictObject({
   id: z.string(),

@@ -7,7 +7,9 @@ import { deliveriesPerMinute } from "../../admin/stats.js";
 import type { PlatformContext } from "../../platform.js";
 import * as z from "zod/mini";
 import { HttpError, type Response, type Route } from "../router.js";
-import { statsSchema } from "../schemas.js";
+import { encryptionStatusSchema, reencryptResultSchema, statsSchema } from "../schemas.js";
+import { activeKeyring } from "../../crypto/activeKeyring.js";
+import { reencryptSecrets, secretsByKey } from "../../crypto/reencrypt.js";
 import { route } from "./validate.js";
 
 async function serveAsset(name: string): Promise<Response> {
@@ -30,5 +32,21 @@ export function adminRoutes(ctx: PlatformContext): Route[] {
       query: statsQuery,
       responses: { 200: { description: "The series.", schema: statsSchema } },
     }, async (_req, { minutes = 60 }) => ({ status: 200, body: { minutes, series: await deliveriesPerMinute(ctx.db, minutes) } })),
+    // Secrets at rest (docs/secrets.md): where a key rotation stands, and a pass on demand.
+    route("GET", "/encryption-keys", {
+      operationId: "encryptionKeyStatus", access: { action: "read", audience: "operator" }, tag: "Admin", summary: "Which encryption keys the stored secrets are under",
+      description: "Key ids only, never key bytes. `rotated` is true when every stored value is under the first key of ENCRYPTION_KEYS: the older keys may then be dropped (wait one lease first).",
+      responses: { 200: { description: "Values per key id.", schema: encryptionStatusSchema } },
+    }, async () => {
+      const keyring = activeKeyring();
+      const values = await secretsByKey(ctx.db);
+      const rotated = Object.keys(values).every((k) => k === keyring.primary.id);
+      return { status: 200, body: { primaryKeyId: keyring.primary.id, keyIds: [...keyring.keys.keys()], values, rotated } };
+    }),
+    route("POST", "/encryption-keys/reencrypt", {
+      operationId: "reencryptSecrets", access: { action: "write", audience: "operator" }, tag: "Admin", summary: "Re-encrypt stored secrets under the first key now",
+      description: "The pass the relays run every few minutes, now: every value not under the first key of ENCRYPTION_KEYS (older keys, plaintext rows) is rewritten, in batches, while deliveries go on. Rows whose values do not decrypt here are listed, with the missing key id.",
+      responses: { 200: { description: "What the pass did.", schema: reencryptResultSchema } },
+    }, async () => ({ status: 200, body: await reencryptSecrets(ctx.db) })),
   ];
 }
