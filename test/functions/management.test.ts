@@ -29,6 +29,9 @@ import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { runCli } from "../../shared/cli/main.js";
+import { managementRoutes } from "../../shared/server/management.js";
+import { webhookRoute } from "../../shared/server/routes/inbound.js";
+import { createApp } from "../../shared/server/core.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable } from "../support/emulators.js";
 import { startReceiver, type Receiver } from "../outbound/support/receiver.js";
@@ -401,5 +404,25 @@ describe("the CLI against a management function", () => {
     const created = await cli("subscriptions", "create", "--endpoint", `${receiver.url}/cli`, "--event", "cli.thing");
     expect((await cli("subscriptions", "list", "--limit", "1000")).map((s: { id: string }) => s.id)).toContain(created.id);
     expect(Array.isArray(await cli("dlq", "list"))).toBe(true);
+  });
+});
+
+describe("one API everywhere", () => {
+  it("each cloud's OpenAPI document is the local server's, operation for operation (only the server differs)", async (t) => {
+    if (skip) return t.skip();
+    const config = loadConfig({ ADMIN_TOKEN: TOKEN, ...tuning });
+    const ctx = { config, db: owner, logger: createLogger({ level: "silent" }) };
+    const local = createApp({ routes: managementRoutes(ctx, { ingest: webhookRoute(ctx) }), adminToken: TOKEN });
+    const localDoc = (await local.handle({ method: "GET", url: "/openapi.json", headers: {} })).body as { paths: Record<string, Record<string, unknown>>; servers?: unknown };
+    expect(localDoc.servers).toBeUndefined();
+    for (const name of ["aws", "azure", "gcp"] as const) {
+      if (!clouds[name]) continue;
+      const cloudDoc = parse(await clouds[name].call({ method: "GET", path: `${BASE}/openapi.json` }));
+      expect(cloudDoc.servers, name).toEqual([{ url: "/api" }]);
+      const ops = (doc: { paths: Record<string, Record<string, unknown>> }) => Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+      expect(ops(cloudDoc), name).toEqual(ops(localDoc));
+      // Operation for operation: parameters, bodies, answers and errors alike.
+      for (const [path, methods] of Object.entries(localDoc.paths)) expect(cloudDoc.paths[path], `${name} ${path}`).toEqual(methods);
+    }
   });
 });
