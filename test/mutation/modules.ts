@@ -28,7 +28,7 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/verify/standardWebhooks.ts", tests: ["test/inbound/verify.senders.test.ts"] },
   { file: "shared/inbound/verify/genericHmac.ts", tests: ["test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/body.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"] },
-  { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts"] },
+  { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts", "test/inbound/verify.partners.forward.test.ts"] },
   { file: "shared/outbound/retryPolicy.ts", tests: ["test/outbound/retryPolicy.test.ts"] },
   { file: "shared/outbound/decide.ts", tests: ["test/outbound/decide.test.ts"] },
   { file: "shared/outbound/health.ts", tests: ["test/outbound/health.summarise.test.ts"] },

@@ -89,9 +89,8 @@ const schemas = {
 const SCHEMES = Object.keys(schemas) as Scheme[];
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  // The schemas are flat, so a path never has a second name: `${acc}.${key}` is never reached
-  // (a no-coverage mutant), and only invalid_type messages say "received undefined" (so the code
-  // test's "true" mutant is equivalent). See docs/testing.md.
+  // A path is one name, `secrets[1]`, or a nested one (`forward.url`); only invalid_type messages
+  // say "received undefined" (so the code test's "true" mutant is equivalent). See docs/testing.md.
   const path = issue.path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)), "");
   if (issue.code === "unrecognized_keys") return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")} (check the spelling; see docs/inbound-partners.md)`;
   if (issue.code === "invalid_type" && issue.message.includes("received undefined")) return `${path}: is required`;
