@@ -41,9 +41,15 @@ export async function loadBaseline(): Promise<Baseline> {
     writeFileSync(join(dir, file), text);
   }
   const relay = (await import(pathToFileURL(join(dir, "relay.ts")).href)) as { createRelay: typeof createRelay };
+  // A baseline from before migration 011 walked the time-ordered due index (011 dropped it); a later
+  // one (after flow control) must not get it: the extra index would slow only the baseline's writes.
+  const claimText = execFileSync("git", ["-C", REPO, "show", `${BASELINE_COMMIT}:shared/outbound/sql/claimDeliveries.ts`], { encoding: "utf8" });
+  const needsOldIndex = !claimText.includes("outbound_relay_holds");
   return {
     createRelay: relay.createRelay,
-    prepare: async (db) => { await db.query("CREATE INDEX IF NOT EXISTS outbound_deliveries_due ON outbound_deliveries (next_attempt_at) WHERE status = 'pending'"); },
+    prepare: async (db) => {
+      if (needsOldIndex) await db.query("CREATE INDEX IF NOT EXISTS outbound_deliveries_due ON outbound_deliveries (next_attempt_at) WHERE status = 'pending'");
+    },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
