@@ -43,11 +43,12 @@ export function openHeaders(subscriptionId: string, headers: Readonly<Record<str
 }
 
 /**
- * Values decrypted recently, by where and envelope: a relay signs with the same few secrets
- * thousands of times a second. Keyed by `where` too, so an envelope copied into another row never
- * hits the entry of the row it came from. Bounded; emptied when the keyring changes.
+ * Values decrypted recently, by envelope (unique: each has its own random IV), with where they were
+ * opened: a relay signs with the same few secrets thousands of times a second. An envelope copied
+ * into another row is a miss there (its `where` differs), so it is opened, and refused, again.
+ * Bounded; emptied when the keyring changes.
  */
-const opened = new Map<string, string>();
+const opened = new Map<string, { where: string; plain: string }>();
 const OPENED_CACHE_SIZE = 4096;
 let openedWith: Keyring | undefined;
 
@@ -59,11 +60,10 @@ function openValue(value: string, where: string): string {
     opened.clear();
     openedWith = keyring;
   }
-  const cacheKey = `${where}\n${value}`;
-  const hit = opened.get(cacheKey);
-  if (hit !== undefined) return hit;
+  const hit = opened.get(value);
+  if (hit !== undefined && hit.where === where) return hit.plain;
   const plain = open(keyring, value, where);
   if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
-  opened.set(cacheKey, plain);
+  opened.set(value, { where, plain });
   return plain;
 }
