@@ -166,6 +166,8 @@ async function loadSubscriptions() {
   const rows = items(await api("GET", inApplication("/subscriptions?limit=100")));
   fill($("subscription-rows"), rows, (s) => el("tr", { "data-id": s.id },
     td(el("code", {}, s.id)),
+    // Operators see whose it is; an application key sees its own only.
+    isOperator() ? td(el("code", {}, s.applicationId)) : null,
     el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : ""),
     td(s.health?.consecutiveFailures),
     td(el("code", {}, s.url)),

@@ -133,6 +133,7 @@ suite("admin page in Chromium, logged in with an application key", (ctx) => {
     for (const other of [theirs.deliveryId, theirs.subscriptionId]) expect(text).not.toContain(other);
     // The operator's sections are hidden, and were never asked for.
     for (const id of ["#overview", "#quarantine", "#tenancy"]) expect(await page.isVisible(id), id).toBe(false);
+    expect(await page.locator("#subscriptions th:visible").allTextContents()).not.toContain("Application");
     expect(seen.filter((r) => /\/(inbox|stats|applications)(\/|\?|$)/.test(r) && !r.endsWith(`/applications/${app.id}`))).toEqual([]);
 
     // It manages its own: the endpoint is fixed and it replays its dead letter.
