@@ -21,7 +21,7 @@
  * 6 MB invocation limit, the event source mapping (test/support/sqsEventSource.ts plays it),
  * EventBridge Scheduler (the relay is invoked as it would be), SNS e-mail, and Aurora itself.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer as createHttpsServer } from "node:https";
 import { createServer as createHttpServer } from "node:http";
@@ -41,6 +41,7 @@ import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable, skipUnlessAvailable } from
 import { pollOnce } from "../support/sqsEventSource.js";
 import { apiGatewayEvent as apiEvent, inboxEntry, orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
+import { wiringTeardown } from "./support/teardown.js";
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
@@ -70,8 +71,7 @@ let queueUrl: string;
 let queueArn: string;
 let caBundle: string;
 let refs: Map<string, string>;
-const processes: FunctionProcess[] = [];
-const closers: (() => Promise<void>)[] = [];
+const { processes, closers } = wiringTeardown();
 const received: Received[] = [];
 const alerts: Received[] = [];
 let subscriberUrl: string;
@@ -195,13 +195,8 @@ beforeAll(async () => {
     [keys.key, keys.arn],
   ]);
   admin = openPostgres({ connectionString: pg.adminUrl, ssl: pg.ssl, max: 2 });
+  closers.push(() => admin.close());
 }, 240_000);
-
-afterAll(async () => {
-  for (const fp of processes) await fp.stop();
-  await admin?.close();
-  for (const close of closers.reverse()) await close().catch(() => {});
-});
 
 const inbox = async (eventId: string) => (await inboxEntry(admin, eventId, null))?.status;
 
@@ -378,7 +373,7 @@ describe("AWS wiring: issue 13: the management function behind API Gateway", () 
     return answer(result.statusCode, Object.fromEntries(Object.entries(result.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)])), text);
   };
 
-  it("with the token from Secrets Manager: 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter", async (t) => {
+  it("with the token from Secrets Manager: 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter; the CLI against management_url", async (t) => {
     if (skip) return t.skip();
     // The receiver is on this machine: only here may a subscription name it (the SSRF policy, as the relay's).
     const management = await start("management/management/function", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });

@@ -36,7 +36,7 @@
  * 100 MB body limit, host.json, scale, the real trigger and its lock renewal), Service Bus's own
  * size accounting, Application Insights, and Flexible Server itself.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createHttpsServer, request as httpsRequest } from "node:https";
@@ -59,6 +59,7 @@ import { inboxEntry, orderEvent, PARTNERS_JSON, signedDelivery } from "../functi
 import { buildFunctions } from "../../functions/build.js";
 import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
+import { wiringTeardown } from "./support/teardown.js";
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
@@ -90,8 +91,7 @@ let queueName: string;
 let caBundle: string;
 const identityPeers = {} as Record<AppId, ManagedIdentityTestPeer>;
 const vault = new Map<string, string>();
-const processes: FunctionProcess[] = [];
-const closers: (() => Promise<void>)[] = [];
+const { processes, closers } = wiringTeardown();
 const received: Received[] = [];
 const alerts: Received[] = [];
 let subscriberUrl: string;
@@ -265,13 +265,8 @@ beforeAll(async () => {
   vault.set("admin-token", generated("admin-token"));
   vault.set("encryption-keys", `${generated("encryption-keys")},${process.env.ENCRYPTION_KEYS}`);
   admin = openPostgres({ connectionString: pg.adminUrl, ssl: pg.ssl, max: 2 });
+  closers.push(() => admin.close());
 }, 300_000);
-
-afterAll(async () => {
-  for (const fp of processes) await fp.stop();
-  await admin?.close();
-  for (const close of closers.reverse()) await close().catch(() => {});
-});
 
 const inbox = async (eventId: string) => (await inboxEntry(admin, eventId, null))?.status;
 
@@ -470,7 +465,7 @@ describe("Azure wiring: issue 13: the management Function App", () => {
     expect(registration!.methods).toEqual(expect.arrayContaining(["GET", "POST", "PATCH", "DELETE"]));
   }, 60_000);
 
-  it("with the token from Key Vault: 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter", async (t) => {
+  it("with the token from Key Vault: 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter; the CLI against management_url", async (t) => {
     if (skip) return t.skip();
     // The receiver is on this machine: only here may a subscription name it (the SSRF policy, as the relay's).
     const management = await start("management", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });

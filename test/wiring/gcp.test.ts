@@ -34,7 +34,7 @@ import { mkdirSync, mkdtempSync, symlinkSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import type { TerraformJson } from "../../stacks/app.js";
 import { block, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
@@ -51,6 +51,7 @@ import { buildFunctions } from "../../functions/build.js";
 import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
 import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
+import { wiringTeardown } from "./support/teardown.js";
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs, type RefResolver } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
@@ -80,7 +81,7 @@ let processorSub: QueueAdapter;
 /** The stack's GOOGLE_CLOUD_PROJECT, which the emulator's topics live under. */
 let project: string;
 let removeTopics: (() => Promise<void>) | undefined;
-const running: FunctionProcess[] = [];
+const { processes: running, closers } = wiringTeardown();
 const url: Record<string, string> = {};
 
 /** A function resource by the name of the bundle it runs (`hooktest-processor` → processor). */
@@ -262,8 +263,10 @@ beforeAll(async () => {
     startReceiver(() => ({ status: 204 })),
     startReceiver((r) => ({ status: r.body.includes("doomed") ? 400 : 204 })),
   ]);
+  closers.push(() => db.stop(), () => gcs.close(), () => alerts.close(), () => partner.close());
   json = stack.json;
   owner = openPostgres({ connectionString: db.adminUrl, ssl: db.ssl, max: 2 });
+  closers.push(() => owner.close());
   // What Cloud Build's `npm install` would put next to each bundle: the framework it names.
   for (const fn of ["ingest", "processor", "relay", "migrate", "management"]) {
     const link = join(stack.bundleDir(fn), "node_modules/@google-cloud/functions-framework");
@@ -272,14 +275,9 @@ beforeAll(async () => {
     symlinkSync(join(REPO, "node_modules/@google-cloud/functions-framework"), link, "dir");
   }
   removeTopics = await createTopology();
+  closers.push(removeTopics);
 }, 300_000);
 
-afterAll(async () => {
-  for (const fp of running) await fp.stop();
-  await removeTopics?.();
-  await owner?.close();
-  await Promise.all([db?.stop(), gcs?.close(), alerts?.close(), partner?.close()]);
-});
 
 describe("GCP wiring: the synthesized stack and the real bundles on Node 22", () => {
   it("migrate runs first, as the deploy does: migrations as the owner, the role the other functions dial", async (t) => {
@@ -472,7 +470,7 @@ describe("GCP wiring: issue 13: the management function behind API Gateway", () 
     expect(doc).toMatch(/"\/api\/\{path=\*\*\}"/);
   });
 
-  it("with the token from Secret Manager (as X-Forwarded-Authorization): 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter", async (t) => {
+  it("with the token from Secret Manager (as X-Forwarded-Authorization): 401 for a wrong one; create a subscription, send an event, see it delivered, replay a dead letter; the CLI against management_url", async (t) => {
     if (skip) return t.skip();
     const management = await start("management", { ALLOWED_DESTINATIONS: "127.0.0.1" });
     url["hooktest-management"] = management.url;

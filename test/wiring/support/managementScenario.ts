@@ -6,9 +6,15 @@
  * request). Through that API alone: a wrong token is refused; a subscription is created; an event
  * sent is delivered by the relay (run as its schedule runs it) to a receiver that verifies the
  * signature; a delivery that died (its endpoint refused it, one attempt allowed) is listed as a dead
- * letter, replayed once the endpoint works again, and delivered.
+ * letter, replayed once the endpoint works again, and delivered. Then the real CLI
+ * (`bin/webhooks.js <command> --url <management_url> --token …`) lists them, through a local HTTP front door
+ * that hands each of its requests to the same `call`: `webhooks --url` against the deployed shape.
  */
+import { execFile } from "node:child_process";
 import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { expect } from "vitest";
 import { listenLocal, verifyingHandler, type Received } from "./receivers.js";
 
@@ -42,6 +48,44 @@ export interface ScenarioOptions {
   relayTick(): Promise<unknown>;
   /** The function's output, for failure messages. */
   output(): string;
+}
+
+const BIN = fileURLToPath(new URL("../../../bin/webhooks.js", import.meta.url));
+
+/**
+ * A local HTTP front door for the CLI: each request (its method, path under `/api`, bearer token and
+ * JSON body) goes through `call`, as the cloud's gateway would hand it to the function; the answer
+ * goes back as it came. Its URL plays `management_url`.
+ */
+export async function startFrontDoor(call: ManagementCall): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      try {
+        const path = (req.url ?? "/").replace(/^\/api(?=\/|\?|$)/, "");
+        const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+        const text = Buffer.concat(chunks).toString("utf8");
+        const a = await call(req.method ?? "GET", path || "/", { token, body: text ? JSON.parse(text) : undefined });
+        const headers = Object.fromEntries(Object.entries(a.headers).filter(([k]) => !["content-length", "transfer-encoding", "connection"].includes(k)));
+        res.writeHead(a.status, headers).end(a.text);
+      } catch (error) {
+        res.writeHead(502, { "content-type": "text/plain" }).end(`front door: ${(error as Error).message}`);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/api`, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
+}
+
+/** `webhooks <args> --url <url> --token <token> --json`, the real CLI in a child process (its options follow the command). */
+export async function webhooksCli(url: string, token: string, args: string[]): Promise<unknown> {
+  const { stdout } = await promisify(execFile)(process.execPath, [BIN, ...args, "--url", url, "--token", token, "--json"], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout);
 }
 
 const SECRET = `whsec_${Buffer.from("wiring-management-subscriber-32b").toString("base64")}`;
@@ -114,6 +158,22 @@ export async function managementScenario(options: ScenarioOptions): Promise<void
     expect(flakyHits.every((r) => r.verified)).toBe(true);
     const empty = await call("GET", `/dead-letters?subscriptionId=${encodeURIComponent(flaky.json.id)}`, { token });
     expect(empty.json.deadLetters).toEqual([]);
+
+    // The CLI against management_url, as an operator runs it against a deployment.
+    const door = await startFrontDoor(call);
+    try {
+      const listed = await webhooksCli(door.url, token, ["subscriptions", "list"]) as { subscriptions?: { id: string }[] } | { id: string }[];
+      const ids = (Array.isArray(listed) ? listed : listed.subscriptions ?? []).map((x) => x.id);
+      expect(ids).toEqual(expect.arrayContaining([subscription.id, flaky.json.id]));
+      const events = JSON.stringify(await webhooksCli(door.url, token, ["events", "get", doomed.json.eventId]));
+      expect(events).toContain(doomed.json.deliveries[0].id);
+      await expect(webhooksCli(door.url, `${token}x`, ["dlq", "list"])).rejects.toThrow(/401|refused the token/);
+      // As the issue writes it: `webhooks --url <management_url> …`, the options before the command.
+      const { stdout } = await promisify(execFile)(process.execPath, [BIN, "--url", door.url, "--token", token, "--json", "subscriptions", "get", subscription.id], { env: { PATH: process.env.PATH, HOME: process.env.HOME }, timeout: 60_000 });
+      expect(JSON.parse(stdout)).toMatchObject({ id: subscription.id, url: `${receiver.url}/ok` });
+    } finally {
+      await door.close();
+    }
   } finally {
     await receiver.close();
   }
