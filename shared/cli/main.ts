@@ -53,8 +53,30 @@ function resolve(argv: string[]): { command: Command; rest: string[] } | { group
   return undefined;
 }
 
+/**
+ * Global options written before the command (`webhooks --url <management_url> dlq list`, as the
+ * deploy guides and `--help` show the URL first) are moved after it, where the command's parser
+ * reads them.
+ */
+function commandFirst(argv: string[]): string[] {
+  const leading: string[] = [];
+  let i = 0;
+  while (i < argv.length) {
+    const arg = argv[i]!;
+    if ((arg === "--url" || arg === "--token") && i + 1 < argv.length) {
+      leading.push(arg, argv[i + 1]!);
+      i += 2;
+    } else if (arg === "--json" || /^--(url|token)=/.test(arg)) {
+      leading.push(arg);
+      i += 1;
+    } else break;
+  }
+  return i === 0 || i === argv.length ? argv : [...argv.slice(i), ...leading];
+}
+
 /** Runs the CLI with `argv` (without `node` and the script); resolves to the exit code. */
-export async function runCli(argv: string[], io: Io): Promise<number> {
+export async function runCli(args: string[], io: Io): Promise<number> {
+  const argv = commandFirst(args);
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
     io.stdout(overview());
     return argv.length === 0 ? EXIT.usage : EXIT.ok;
