@@ -169,7 +169,7 @@ export class AwsWebhooksStack extends TerraformStack {
     });
 
     new TerraformOutput(this, "ingest_url", { value: ingress.url, description: `POST webhooks here (${ingress.mode} mode)` });
-    new TerraformOutput(this, "management_url", { value: management.url, description: "The management API (WEBHOOKS_URL=<this> npx webhooks …) and admin page (<this>/admin)" });
+    new TerraformOutput(this, "management_url", { value: management.url, description: "The management API (webhooks --url <this> …, or WEBHOOKS_URL=<this>) and admin page (<this>/admin)" });
     new TerraformOutput(this, "admin_token_secret_arn", {
       value: secrets.adminTokenSecretArn,
       description: "The management API's admin token: aws secretsmanager get-secret-value --secret-id <this> --query SecretString --output text",

@@ -189,7 +189,7 @@ export class AzureWebhooksStack extends TerraformStack {
     new TerraformOutput(this, "ingest_url", { value: `https://${ingest.app.defaultHostname}/api/webhooks/{partner}` });
     new TerraformOutput(this, "management_url", {
       value: `https://${management.app.defaultHostname}${AZURE_MANAGEMENT_BASE_PATH}`,
-      description: "The management API (WEBHOOKS_URL=<this> npx webhooks …) and admin page (<this>/admin)",
+      description: "The management API (webhooks --url <this> …, or WEBHOOKS_URL=<this>) and admin page (<this>/admin)",
     });
     new TerraformOutput(this, "admin_token_command", {
       value: `az keyvault secret show --vault-name ${secrets.vault.name} --name ${ADMIN_TOKEN_SECRET_NAME} --query value -o tsv`,

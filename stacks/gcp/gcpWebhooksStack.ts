@@ -239,7 +239,7 @@ export class GcpWebhooksStack extends TerraformStack {
     labelResources(this, labels);
 
     new TerraformOutput(this, "ingest_url", { value: ingress.url });
-    new TerraformOutput(this, "management_url", { value: ingress.managementUrl, description: "The management API (WEBHOOKS_URL=<this> npx webhooks …) and admin page (<this>/admin)" });
+    new TerraformOutput(this, "management_url", { value: ingress.managementUrl, description: "The management API (webhooks --url <this> …, or WEBHOOKS_URL=<this>) and admin page (<this>/admin)" });
     new TerraformOutput(this, "admin_token_command", {
       value: `gcloud secrets versions access latest --secret=${adminToken.secret.secretId} --project=${project}`,
       description: "Prints the management API's admin token",
