@@ -7,7 +7,7 @@
  *    not leaked: the same answer as for an id that does not exist),
  * 4. records every successful change in the audit log.
  * What each route needs is declared in its OperationDoc (`access`, ./accessRule.ts); a route that
- * declares nothing is operator-write-only. Lists and creations confine themselves to the key's
+ * declares nothing stops the platform at startup (or, allowed, is operator-write-only). Lists and creations confine themselves to the key's
  * application with `listScope` and `targetApplication`.
  */
 import type { Logger } from "pino";
@@ -72,8 +72,22 @@ export function inApplication(req: Request, input: unknown): unknown {
 /** Handlers already wrapped, so wrapping twice checks and records once. */
 const GUARDED = new WeakSet<Route["handler"]>();
 
-/** `routes` with authorization and the audit log on every authenticated route (public ones as they are). */
-export function withAccessControl(routes: readonly Route[], db: Queryable, logger?: Logger): Route[] {
+/** An authenticated route whose doc declares no `access`: refused at startup, with what to add. */
+export class UndeclaredAccessError extends Error {
+  override name = "UndeclaredAccessError";
+  constructor(readonly routes: string[]) {
+    super(`${routes.length} authenticated route(s) declare no access: ${routes.join(", ")}. Add \`access: { action: "read" | "write", audience: "operator" | "application", resource? }\` to each one's OperationDoc (shared/tenancy/accessRule.ts, docs/tenancy.md#scopes).`);
+  }
+}
+
+/**
+ * `routes` with authorization and the audit log on every authenticated route (public ones as they
+ * are). An authenticated route that declares no access fails here, at startup
+ * (UndeclaredAccessError), unless `allowUndeclared`: then it is operator-write-only.
+ */
+export function withAccessControl(routes: readonly Route[], db: Queryable, logger?: Logger, options: { allowUndeclared?: boolean } = {}): Route[] {
+  const undeclared = routes.filter((r) => r.auth === "admin" && !r.doc?.access).map((r) => `${r.method} ${r.path}`);
+  if (undeclared.length > 0 && !options.allowUndeclared) throw new UndeclaredAccessError(undeclared);
   return routes.map((route) => {
     if (route.auth !== "admin" || GUARDED.has(route.handler)) return route;
     const rule: AccessRule = route.doc?.access ?? UNDECLARED_ACCESS;

@@ -34,5 +34,8 @@ export interface AccessRule {
   param?: string;
 }
 
-/** What a route that declares nothing gets: operators with write access only (deny by default). */
+/**
+ * What a route that declares nothing would get, were it allowed to start (withAccessControl refuses
+ * it by default): operators with write access only (deny by default).
+ */
 export const UNDECLARED_ACCESS: AccessRule = { action: "write", audience: "operator" };

@@ -1,6 +1,7 @@
 /**
  * Must show 1 of issue 17, generated from `/openapi.json`: for EVERY operation the document lists,
- * - it declares who may call it (`x-access`), or the test fails (a new route cannot forget);
+ * - it declares who may call it (`x-access`), or the test fails (a new route cannot forget; the
+ *   platform refuses to start with one, too);
  * - an application key cannot read or change another application's resources: 404 for a
  *   resource of another application (its existence is not leaked), 403 for an operator-only
  *   operation, and lists and creations never reach the other application;
@@ -9,7 +10,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openApiDocument } from "../../shared/server/openapi.js";
-import { withAccessControl } from "../../shared/tenancy/access.js";
+import { UndeclaredAccessError, withAccessControl } from "../../shared/tenancy/access.js";
 import type { Route } from "../../shared/server/router.js";
 import { describeEachBackend } from "../support/databases.js";
 import { eventually, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "../operator/harness.js";
@@ -113,11 +114,13 @@ describeEachBackend("scopes, walked from /openapi.json", (ctx) => {
     expect(undeclared, "operations without x-access (declare `access` in their OperationDoc)").toEqual([]);
   });
 
-  it("a route added without a declared access is caught by the walk, and refused to every scoped key", async () => {
+  it("a route added without a declared access stops the platform at startup, is caught by the walk, and (if allowed) is refused to every scoped key", async () => {
     const bare: Route = { method: "POST", path: "/new-thing/:id", auth: "admin", doc: { operationId: "newThing", tag: "X", summary: "x", responses: { 200: { description: "ok" } } }, handler: async () => ({ status: 200, body: {} }) };
+    expect(() => withAccessControl([bare], ctx.db)).toThrow(UndeclaredAccessError);
+    expect(() => withAccessControl([bare], ctx.db)).toThrow(/POST \/new-thing\/:id.*Add `access:/);
     const { undeclared } = authenticatedOperations(openApiDocument([bare], { version: "0" }));
     expect(undeclared).toEqual(["newThing"]);
-    const [guarded] = withAccessControl([bare], ctx.db);
+    const [guarded] = withAccessControl([bare], ctx.db, undefined, { allowUndeclared: true });
     const req = (principal: unknown) => ({ principal, method: "POST", path: "/new-thing/1", params: { id: "1" }, query: new URLSearchParams(), headers: {}, body: async () => Buffer.alloc(0), json: async () => ({}) }) as never;
     await expect(guarded!.handler(req({ kind: "key", keyId: "key_x", applicationId: "app_x", access: "write" }))).rejects.toMatchObject({ status: 403 });
     await expect(guarded!.handler(req({ kind: "key", keyId: "key_x", applicationId: null, access: "read" }))).rejects.toMatchObject({ status: 403 });
