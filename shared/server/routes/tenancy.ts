@@ -5,7 +5,7 @@
  * application and `/me`.
  */
 import * as z from "zod/mini";
-import type { PlatformContext } from "../../platform.js";
+import type { PlatformContext } from "../../context.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../../tenancy/apiKeys.js";
 import { ApplicationInUseError, createApplication, deleteApplication, getApplication, listApplications } from "../../tenancy/applications.js";
 import { listAuditLog } from "../../tenancy/auditLog.js";
