@@ -37,8 +37,8 @@ function locally(synthesized: string): string {
   return out;
 }
 
-/** What Terraform would write for this write-only argument. */
-export function generatedValue(synthesized: string): string {
-  const binary = onPath("terraform", process.env) ? "terraform" : onPath("tofu", process.env) ? "tofu" : undefined;
+/** What Terraform would write for this write-only argument (`env`'s PATH decides whether Terraform or OpenTofu evaluates it). */
+export function generatedValue(synthesized: string, env: Record<string, string | undefined> = process.env): string {
+  const binary = onPath("terraform", env) ? "terraform" : onPath("tofu", env) ? "tofu" : undefined;
   return binary ? viaConsole(binary, synthesized) : locally(synthesized);
 }
