@@ -22,7 +22,7 @@ import type { Logger } from "pino";
 import type { Database, Queryable } from "./db/port.js";
 import { createSubscription, enqueue, EventConflictError } from "./outbound/index.js";
 import { openSecrets, sealSecrets } from "./crypto/subscriptionSecrets.js";
-import type { BackgroundWorker, PlatformContext } from "./platform.js";
+import type { BackgroundWorker, PlatformContext } from "./context.js";
 import { recordAlert, recordDeadLetter, SPANS, withSpan } from "./telemetry/telemetry.js";
 
 export const ALERT_TYPES = { deadLetter: "alert.dead_letter", inboxQuarantined: "alert.inbox_quarantined" } as const;

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
-import type { PlatformContext } from "./context.js";
+import type { BackgroundWorker, PlatformContext } from "./context.js";
 import { openDatabase } from "./db/open.js";
 import { installLocalKeyring } from "./crypto/localKeys.js";
 import type { Database } from "./db/port.js";
@@ -25,14 +25,8 @@ import { startRetention } from "./retention/run.js";
 import { startAlertWorker } from "./alerts.js";
 import { observePlatformQueues } from "./telemetry/queueDepth.js";
 
-export type { PlatformContext } from "./context.js";
+export type { BackgroundWorker, PlatformContext } from "./context.js";
 
-/** Something running in the background until stopped (relay, inbox processor, …). */
-export interface BackgroundWorker {
-  readonly name: string;
-  /** Stop claiming; finish or release in-flight work; resolve when done. */
-  stop(): Promise<void>;
-}
 
 export interface Platform extends PlatformContext {
   routes: Route[];

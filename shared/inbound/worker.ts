@@ -2,7 +2,7 @@
  * The inbox processor as the platform runs it: the user's handlers (INBOUND_HANDLERS) dispatched
  * by partner and event type, settings from the configuration.
  */
-import type { PlatformContext } from "../platform.js";
+import type { PlatformContext } from "../context.js";
 import { createDispatchHandler } from "./dispatch.js";
 import type { InboundHandler } from "./handlers.js";
 import { InboxProcessor } from "./processor.js";

@@ -4,7 +4,7 @@
  */
 import { ADMIN_SECURITY_HEADERS, adminAsset } from "../../admin/assets.js";
 import { deliveriesPerMinute } from "../../admin/stats.js";
-import type { PlatformContext } from "../../platform.js";
+import type { PlatformContext } from "../../context.js";
 import * as z from "zod/mini";
 import { HttpError, type Response, type Route } from "../router.js";
 import { encryptionStatusSchema, reencryptResultSchema, statsSchema } from "../schemas.js";

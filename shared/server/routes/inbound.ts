@@ -4,7 +4,7 @@
  * ingest function serves it instead (`webhookRoute` apart). The inbox and entity views and the
  * replays are admin routes, part of the management API everywhere (`inboxRoutes`).
  */
-import type { PlatformContext } from "../../platform.js";
+import type { PlatformContext } from "../../context.js";
 import { ingest, type IngestDeps } from "../../inbound/ingest.js";
 import { createGroupCommit } from "../../inbound/groupCommit.js";
 import { getInboxEntry, INBOX_STATUSES, listInboxEntries, type InboxStatus } from "../../inbound/inbox.js";

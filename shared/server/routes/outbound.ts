@@ -4,7 +4,7 @@
  * core become precise 4xx answers; every list pages the same way (../pagination.ts).
  */
 import * as z from "zod/mini";
-import type { PlatformContext } from "../../platform.js";
+import type { PlatformContext } from "../../context.js";
 import {
   enqueue, enqueueMany, getDeadLetter, getDelivery, getEvent, listAttempts, listDeadLetters, listDeliveries, listEvents,
   MAX_BULK_REPLAY, MAX_EVENTS_PER_BATCH, replayDeadLetter, replayDeadLetters, resendEvent,

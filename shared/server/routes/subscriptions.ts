@@ -3,7 +3,7 @@
  * pause and resume, delete, re-enable, rotate secrets, and send a test event.
  */
 import * as z from "zod/mini";
-import type { PlatformContext } from "../../platform.js";
+import type { PlatformContext } from "../../context.js";
 import {
   createSubscription, createSubscriptionSchema, deleteSubscription, enableSubscription, getSubscription, listSubscriptions, pauseSubscription,
   resumeSubscription, rotateSecrets, sendTestEvent, updateSubscription,
