@@ -164,7 +164,8 @@ export class AwsWebhooksStack extends TerraformStack {
           WEBHOOKS_MANAGEMENT_BASE_PATH: MANAGEMENT_BASE_PATH,
         },
         inVpc(network.workerSecurityGroupId),
-        [migration.done, ...secrets.generated],
+        // Served once the schema, its secrets' values and its own grants exist.
+        [migration.done, ...secrets.generated, roles.policies.management],
       ),
     });
 

@@ -366,6 +366,9 @@ describe("AWS stack: issue 13: management function", () => {
     expect(references((vpc.security_group_ids as string[])[0], resourceAt(json, "aws_security_group", "network/workers-sg"), "id")).toBe(true);
     const migrationDone = resourcesOf(json, "aws_lambda_invocation")[0]!;
     expect((fn().body.depends_on as string[]).some((d) => d.includes(migrationDone.name))).toBe(true);
+    // Its grants exist before API Gateway can call it.
+    const policy = resourceAt(json, "aws_iam_role_policy", "identities/management-policy");
+    expect(fn().body.depends_on as string[]).toContain(`${policy.type}.${policy.name}`);
   });
 
   it("may read exactly its admin token and the encryption keys, and connect as webhooks_app: no queue, bucket or partners", () => {
