@@ -2,6 +2,7 @@
 import { expect, it } from "vitest";
 import { ALERT_SUBSCRIPTION_DESCRIPTION, ensureAlertSubscription, scanForAlerts } from "../../shared/alerts.js";
 import { generateSecret } from "../../shared/outbound/signature.js";
+import { openSecrets } from "../../shared/crypto/subscriptionSecrets.js";
 import { describeEachBackend } from "../support/databases.js";
 import { eventually, makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
@@ -15,8 +16,10 @@ describeEachBackend("alerts", (ctx) => {
     const id = await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret);
     expect(await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret)).toBe(id);
     expect(await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts2`, secret)).toBe(id);
-    const rows = await ctx.db.query<{ url: string; secrets: string[]; event_types: string[] }>("SELECT url, secrets, event_types FROM outbound_subscriptions WHERE description = $1", [ALERT_SUBSCRIPTION_DESCRIPTION]);
-    expect(rows.rows).toEqual([{ url: `${receiver.url}/alerts2`, secrets: [secret], event_types: ["alert.*"] }]);
+    const rows = await ctx.db.query<{ id: string; url: string; secrets: string[]; event_types: string[] }>("SELECT id, url, secrets, event_types FROM outbound_subscriptions WHERE description = $1", [ALERT_SUBSCRIPTION_DESCRIPTION]);
+    // The secret is stored encrypted (docs/secrets.md), and opens to the configured one.
+    expect(rows.rows.map((r) => ({ ...r, secrets: openSecrets(r.id, r.secrets) }))).toEqual([{ id, url: `${receiver.url}/alerts2`, secrets: [secret], event_types: ["alert.*"] }]);
+    expect(rows.rows[0]!.secrets[0]).toMatch(/^enc\.v1\./);
     await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret);
   });
 
