@@ -30,9 +30,10 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/verify/body.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts", "test/inbound/verify.partners.forward.test.ts"] },
   { file: "shared/outbound/retryPolicy.ts", tests: ["test/outbound/retryPolicy.test.ts"] },
-  { file: "shared/outbound/decide.ts", tests: ["test/outbound/decide.test.ts"] },
+  { file: "shared/outbound/decide.ts", tests: ["test/outbound/decide.test.ts"], ci: true },
   { file: "shared/outbound/health.ts", tests: ["test/outbound/health.summarise.test.ts"] },
   { file: "shared/server/auth.ts", tests: ["test/server/bearer.test.ts"], ci: true },
+  { file: "shared/inbound/entities.ts", tests: ["test/inbound/entities.test.ts"] },
   { file: "shared/telemetry/telemetry.ts", tests: ["test/telemetry/telemetry.test.ts"] },
   { file: "shared/inbound/stateMachine.ts", tests: ["test/inbound/reconciler.test.ts", "test/inbound/stateMachine.test.ts"] },
 ];
