@@ -14,7 +14,7 @@ export const REPLAYABLE_STATUSES = ["quarantined", "failed", "deferred", "proces
 export type ReplayableStatus = (typeof REPLAYABLE_STATUSES)[number];
 
 export interface ReplayBy {
-  /** Who asked, for the log (e.g. `admin-api`, `cli`). */
+  /** Who asked, for the log (the API: a key id, or `bootstrap` for ADMIN_TOKEN). */
   by: string;
   now?: Date;
 }

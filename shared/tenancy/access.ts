@@ -40,6 +40,9 @@ export async function ownerOf(q: Queryable, kind: ResourceKind, id: string): Pro
 
 export const principalOf = (req: Request): AnyPrincipal | undefined => req.principal as AnyPrincipal | undefined;
 
+/** Who made a request, as deliveries and replays record it (`requestedBy`): a key id, or `bootstrap`. */
+export const actorFor = (req: Request): string => actorOf(principalOf(req));
+
 /**
  * The application a list shows: an application key's own (naming another answers 404), or the
  * operator's `applicationId` filter, or undefined: every application.

@@ -207,6 +207,10 @@ describeEachBackend("scopes, walked from /openapi.json", (ctx) => {
     expect(entries[0]).toMatchObject({ actor: keyId, operation: "createSubscription", method: "POST", path: "/subscriptions", resourceId: sub.id, applicationId: a.app, status: 201 });
     const bootstrap = await t.api("GET", "/audit-log?actor=bootstrap&operation=createApplication");
     expect(bootstrap.entries.map((e: Json) => e.resourceId)).toEqual(expect.arrayContaining([a.app, b.app]));
+    // Deliveries made on request say who asked, too.
+    expect((await call(a.key, "POST", `/events/${a.event}/resend`, {})).status).toBe(201);
+    const resent = (await t.api("GET", `/events/${a.event}`)).deliveries.find((d: Json) => d.origin === "resend");
+    expect(resent.requestedBy).toBe(keyId);
     // Reads are not audited.
     expect((await t.api("GET", `/audit-log?actor=${keyId}&operation=getSubscription`)).entries).toEqual([]);
 

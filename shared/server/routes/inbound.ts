@@ -17,6 +17,7 @@ import type { OperationDoc } from "../operation.js";
 import { decodeCursor, isStringPair, page } from "../pagination.js";
 import { errorSchema, inboxDetailSchema, inboxReplaySchema, inboxSummarySchema, ingestResultSchema, entitySchema, pageOf } from "../schemas.js";
 import { cursor, filterText, limit, optionalJson, bodyOf, route, time } from "./validate.js";
+import { actorFor } from "../../tenancy/access.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -117,7 +118,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
         409: { description: "Already pending." },
       },
     }, async (req) => {
-      const r = await replayEntry(db, entryId(req), { by: "admin-api" });
+      const r = await replayEntry(db, entryId(req), { by: actorFor(req) });
       if (r.kind === "not_found") throw new HttpError(404, "not_found", `No inbox entry ${req.params.id}.`);
       if (r.kind === "already_pending") throw new HttpError(409, "already_pending", "The entry is already pending: the processor will take it; nothing to replay.");
       return { status: 202, body: { replayed: [r.id], previousStatus: r.previousStatus } };
@@ -129,7 +130,7 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
       responses: { 202: { description: "The entries replayed.", schema: inboxReplaySchema } },
     }, async (req) => {
       const body = bodyOf(bulkReplay, await optionalJson(req), "replay request");
-      const r = await replayEntries(db, { ...body, status: body.status as ReplayableStatus | undefined }, { by: "admin-api" });
+      const r = await replayEntries(db, { ...body, status: body.status as ReplayableStatus | undefined }, { by: actorFor(req) });
       return { status: 202, body: { replayed: r.ids } };
     }),
     route("GET", "/entities/:machine/:id", {

@@ -19,7 +19,7 @@ import {
 import { listOrderingKeys, skipOrderingKey } from "../../outbound/ordering.js";
 import { ORDERING_KEY } from "../../outbound/enqueue.js";
 import { bodyOf, cursor, filterText, limit, optionalJson, route, time } from "./validate.js";
-import { inApplication, listScope } from "../../tenancy/access.js";
+import { actorFor, inApplication, listScope } from "../../tenancy/access.js";
 
 const deliveryQuery = z.strictObject({
   status: z.optional(z.enum(["pending", "delivered", "dead", "cancelled"])),
@@ -62,7 +62,6 @@ const isAttemptKey = (v: unknown): v is number => Number.isSafeInteger(v);
 
 export function outboundRoutes(ctx: PlatformContext): Route[] {
   const { db, config } = ctx;
-  const requestedBy = "admin-api";
   const options = { maxPayloadBytes: config.MAX_PAYLOAD_BYTES };
   const delivery = { 200: { description: "The delivery.", schema: deliverySchema } };
   return [
@@ -126,7 +125,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       },
     }, async (req) => {
       const { subscriptionId } = bodyOf(resendBody, await optionalJson(req), "resend request");
-      return { status: 201, body: await resendEvent(db, req.params.id!, { subscriptionId, requestedBy }) };
+      return { status: 201, body: await resendEvent(db, req.params.id!, { subscriptionId, requestedBy: actorFor(req) }) };
     }),
 
     route("GET", "/deliveries", {
@@ -179,7 +178,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
         };
       // An application key replays its own application's only (another's ids are skipped, as not dead).
       const applicationId = listScope(req, "filter" in input ? input.filter.applicationId : undefined);
-      return { status: 200, body: await replayDeadLetters(db, selection, { requestedBy, applicationId }) };
+      return { status: 200, body: await replayDeadLetters(db, selection, { requestedBy: actorFor(req), applicationId }) };
     }),
     route("GET", "/dead-letters/:id", {
       operationId: "getDeadLetter", access: { action: "read", audience: "application", resource: "deadLetter" }, tag: "Dead letters", summary: "Get a dead letter with its body, attempts and replays",
@@ -188,7 +187,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
     route("POST", "/dead-letters/:id/replay", {
       operationId: "replayDeadLetter", access: { action: "write", audience: "application", resource: "delivery" }, tag: "Dead letters", summary: "Replay one dead letter",
       responses: { ...delivery, 409: { description: "The delivery is not dead (pending, delivered or cancelled)." } },
-    }, async (req) => ({ status: 200, body: await replayDeadLetter(db, req.params.id!, { requestedBy }) })),
+    }, async (req) => ({ status: 200, body: await replayDeadLetter(db, req.params.id!, { requestedBy: actorFor(req) }) })),
 
     route("GET", "/subscriptions/:id/ordering-keys", {
       operationId: "listOrderingKeys", access: { action: "read", audience: "application", resource: "subscription" }, tag: "Subscriptions", summary: "List the ordering keys with work (ordered subscriptions)",

@@ -16,7 +16,7 @@ import { decodeCursor, isString, page } from "../pagination.js";
 import type { Route } from "../router.js";
 import { deletedSchema, pageOf, publicKeysSchema, sendResultSchema, subscriptionSchema } from "../schemas.js";
 import { cursor, filterText, limit, optionalJson, route } from "./validate.js";
-import { inApplication, listScope } from "../../tenancy/access.js";
+import { actorFor, inApplication, listScope } from "../../tenancy/access.js";
 
 const subscriptionQuery = z.strictObject({
   status: z.optional(z.enum(["active", "degraded", "disabled"])),
@@ -32,7 +32,6 @@ const one = { 200: { description: "The subscription.", schema: subscriptionSchem
 
 export function subscriptionRoutes(ctx: PlatformContext): Route[] {
   const { db, config } = ctx;
-  const requestedBy = "admin-api";
   const destinationPolicy = createDestinationPolicy({ allowed: config.ALLOWED_DESTINATIONS.split(",").map((s) => s.trim()).filter(Boolean) });
   const id = (req: { params: Record<string, string> }) => req.params.id!;
   return [
@@ -41,7 +40,7 @@ export function subscriptionRoutes(ctx: PlatformContext): Route[] {
       description: "It belongs to `applicationId` (default: the default application; an application key's own). A signing secret is generated unless `secrets` are given; the answer is the only one that shows them. With `backfill: { since, until? }`, the past events of that range (by when they were enqueued) whose type matches are sent to it too (at most 100 000).",
       body: createSubscriptionSchema,
       responses: { 201: { description: "Created, with its secrets (and `backfilled`, with a backfill).", schema: subscriptionSchema } },
-    }, async (req) => ({ status: 201, body: await createSubscription(db, inApplication(req, await req.json()), { destinationPolicy, requestedBy }) })),
+    }, async (req) => ({ status: 201, body: await createSubscription(db, inApplication(req, await req.json()), { destinationPolicy, requestedBy: actorFor(req) }) })),
     route("GET", "/subscriptions", {
       operationId: "listSubscriptions", access: { action: "read", audience: "application" }, tag: TAG, summary: "List subscriptions",
       description: "In id order; deleted ones are left out. `status` is the health; `paused` whether an operator paused it.",
@@ -99,7 +98,7 @@ export function subscriptionRoutes(ctx: PlatformContext): Route[] {
       responses: { 201: { description: "The test event and its delivery.", schema: sendResultSchema } },
     }, async (req) => ({
       status: 201,
-      body: await sendTestEvent(db, id(req), await optionalJson(req), { maxPayloadBytes: config.MAX_PAYLOAD_BYTES, requestedBy }),
+      body: await sendTestEvent(db, id(req), await optionalJson(req), { maxPayloadBytes: config.MAX_PAYLOAD_BYTES, requestedBy: actorFor(req) }),
     })),
   ];
 }
