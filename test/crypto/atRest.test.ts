@@ -182,10 +182,15 @@ describeEachBackend("secrets at rest", (ctx) => {
     const b = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
     await ctx.db.query("UPDATE outbound_subscriptions SET secrets = (SELECT secrets FROM outbound_subscriptions WHERE id = $1) WHERE id = $2", [a.id, b.id]);
     await enqueue(ctx.db, { id: "swap", type: "x.y", data: {} });
+    // The running loop this time (the test above used a pass, runOnce): the same path back.
     relay = createRelay({ db: ctx.db, transport, pollIntervalMs: 20 });
-    await relay.runOnce();
+    await relay.start();
+    await waitFor("a's delivery", () => receiver.received.length === 1);
+    await waitFor("b's delivery put back", async () => {
+      const d = await getDelivery(ctx.db, `swap:${b.id}`);
+      return d.status === "pending" && d.attempts === 0 && new Date(d.nextAttemptAt!).getTime() > Date.now() + 30_000;
+    });
     expect(receiver.received.map((r) => r.webhookId)).toEqual([`swap:${a.id}`]);
-    expect(await getDelivery(ctx.db, `swap:${b.id}`)).toMatchObject({ status: "pending", attempts: 0 });
     await expect(getSubscription(ctx.db, b.id, { includeSecrets: true })).rejects.toThrow(/copied from another row/);
   });
 });
