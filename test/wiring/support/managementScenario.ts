@@ -110,10 +110,14 @@ export async function managementScenario(options: ScenarioOptions): Promise<void
       expect(refused.json).toMatchObject({ error: { code: "unauthorized" } });
       expect(refused.headers["www-authenticate"]).toBe("Bearer");
     }
-    // The document and the reference page are public, under the same prefix.
+    // The document is public, under the same prefix.
     const document = await call("GET", "/openapi.json");
     ok(document, 200, "openapi.json");
     expect(document.json.openapi).toMatch(/^3\.1/);
+    // The admin page, under the prefix too: its links and API calls go below management_url.
+    const page = await call("GET", "/admin");
+    ok(page, 200, "the admin page");
+    expect(page.headers["content-type"]).toMatch(/^text\/html/);
 
     const created = await call("POST", "/subscriptions", { token, body: { url: `${receiver.url}/ok`, eventTypes: ["wiring.management.sent"], secrets: [SECRET] } });
     ok(created, 201, "create a subscription");
