@@ -5,6 +5,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { openDatabase } from "../../shared/db/open.js";
+import { openHeaders, openSecrets } from "../../shared/crypto/subscriptionSecrets.js";
 import type { Database, Queryable, Transaction } from "../../shared/db/port.js";
 import { enqueueMany } from "../../shared/outbound/enqueue.js";
 import { createRelay } from "../../shared/outbound/relay.js";
@@ -87,7 +88,11 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     const instant = async () => ({ result: "delivered" as const, status: 204, latencyMs: 0, errorClass: null, responseExcerpt: "", retryAfterSeconds: null });
     const transport: Transport = {
       deliver: async (req) => {
-        const out = options.noHttp ? await instant() : await base.deliver(req);
+        // A baseline from before secrets at rest (issue 17) hands the transport what is stored, now
+        // encrypted: decrypt it here, per attempt, as today's relay does itself.
+        const sub = req.webhookId.slice(req.webhookId.lastIndexOf(":") + 1);
+        const sent = options.baseline ? { ...req, secrets: openSecrets(sub, req.secrets), headers: openHeaders(sub, req.headers ?? {}) } : req;
+        const out = options.noHttp ? await instant() : await base.deliver(sent);
         t.http.calls += 1;
         t.http.ms += out.latencyMs;
         return out;
@@ -96,12 +101,17 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     };
     let delivered = 0;
     let failed = 0;
+    const why = new Map<string, number>();
     const relay = (options.baseline?.createRelay ?? createRelay)({
       db: instrument(db, t), transport, concurrency, batchSize, pollIntervalMs: 200, completionWriters: options.completionWriters, httpConcurrency: options.httpConcurrency ?? connections,
       onCompleted: (completions) => {
         for (const c of completions) {
           if (c.decision.status === "delivered") delivered += 1;
-          else failed += 1;
+          else {
+            failed += 1;
+            const reason = `${c.outcome.result} ${c.outcome.status ?? c.outcome.errorClass}`;
+            why.set(reason, (why.get(reason) ?? 0) + 1);
+          }
         }
       },
     });
@@ -119,7 +129,7 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     await options.around?.stop();
     await relay.stop();
     await transport.close();
-    if (failed > 0) throw new Error(`${failed} deliveries did not succeed: the benchmark is void`);
+    if (failed > 0) throw new Error(`${failed} deliveries did not succeed (${[...why].map(([r, n]) => `${n} × ${r}`).join(", ")}): the benchmark is void`);
     const wall = seconds * 1000;
     const avg = (x: Timer) => (x.calls ? x.ms / x.calls : 0);
     return runResult({ events, enqueueSeconds, seconds, cpuMs, dbCpuMs, process: "relay process", receiver, expectedPosts: options.noHttp ? 0 : events }, [
