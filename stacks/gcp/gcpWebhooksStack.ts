@@ -4,11 +4,12 @@
  * relay function; a migrate function the deploy runs once (Cloud Scheduler job); Cloud SQL on a
  * private IP; Secret Manager; one service account per role.
  */
-import { TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
+import { TerraformOutput, TerraformStack, TerraformVariable, type ITerraformDependable } from "cdktf";
 import type { Construct } from "constructs";
 import { DataGoogleProject } from "@cdktf/provider-google/lib/data-google-project/index.js";
 import { GoogleProvider } from "@cdktf/provider-google/lib/provider/index.js";
 import { GoogleBetaProvider } from "@cdktf/provider-google-beta/lib/provider/index.js";
+import type { SecretManagerSecret } from "@cdktf/provider-google/lib/secret-manager-secret/index.js";
 import type { CloudStackProps } from "../aws/awsWebhooksStack.js";
 import { ApiGatewayIngress, GCP_MANAGEMENT_BASE_PATH } from "./apiGatewayIngress.js";
 import {
@@ -75,38 +76,19 @@ export class GcpWebhooksStack extends TerraformStack {
     const partnerVersion = secrets.partnerSecretVersion;
     const urlVersion = database.urlSecretVersion;
     const { adminToken, encryptionKeys } = secrets;
+    /** Lets `fn`'s account read each secret; the function waits for the grants and the first versions. */
+    const reads = (fn: GcpFunction, ...pairs: [SecretManagerSecret, ITerraformDependable][]) =>
+      pairs.flatMap(([secret, version]) => [secrets.allow(secret, fn, accounts.emails[fn]), version]);
+    const appUrl: [SecretManagerSecret, ITerraformDependable] = [database.urlSecret, urlVersion];
+    // The keys of the subscriptions' signing secrets, encrypted at rest (issue 17).
+    const keys: [SecretManagerSecret, ITerraformDependable] = [encryptionKeys.secret, encryptionKeys.version];
+    const partners: [SecretManagerSecret, ITerraformDependable] = [secrets.partnerSecret, partnerVersion];
     const secretDeps = {
-      ingest: [secrets.allow(secrets.partnerSecret, "ingest", accounts.emails.ingest), partnerVersion],
-      processor: [
-        secrets.allow(database.urlSecret, "processor", accounts.emails.processor),
-        secrets.allow(secrets.partnerSecret, "processor", accounts.emails.processor),
-        secrets.allow(encryptionKeys.secret, "processor", accounts.emails.processor),
-        urlVersion,
-        partnerVersion,
-        encryptionKeys.version,
-      ],
-      relay: [
-        secrets.allow(database.urlSecret, "relay", accounts.emails.relay),
-        urlVersion,
-        // The keys of the subscriptions' signing secrets, encrypted at rest (issue 17).
-        secrets.allow(encryptionKeys.secret, "relay", accounts.emails.relay),
-        encryptionKeys.version,
-        ...(alerts ? [secrets.allow(alerts.secret, "relay", accounts.emails.relay), alerts.version] : []),
-      ],
-      migrate: [
-        secrets.allow(database.adminUrlSecret, "migrate", accounts.emails.migrate),
-        secrets.allow(database.urlSecret, "migrate", accounts.emails.migrate),
-        database.adminUrlSecretVersion,
-        urlVersion,
-      ],
-      management: [
-        secrets.allow(database.urlSecret, "management", accounts.emails.management),
-        secrets.allow(adminToken.secret, "management", accounts.emails.management),
-        secrets.allow(encryptionKeys.secret, "management", accounts.emails.management),
-        urlVersion,
-        adminToken.version,
-        encryptionKeys.version,
-      ],
+      ingest: reads("ingest", partners),
+      processor: reads("processor", appUrl, partners, keys),
+      relay: reads("relay", appUrl, keys, ...(alerts ? [[alerts.secret, alerts.version] as [SecretManagerSecret, ITerraformDependable]] : [])),
+      migrate: reads("migrate", [database.adminUrlSecret, database.adminUrlSecretVersion], appUrl),
+      management: reads("management", appUrl, [adminToken.secret, adminToken.version], keys),
     };
     // The Cloud SQL server certificate names the instance, not the private IP: verify the chain
     // against this instance's CA (shared/cloud/database.ts).
