@@ -25,7 +25,7 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/verify/headers.ts", tests: verifyTests },
   { file: "shared/inbound/verify/github.ts", tests: ["test/inbound/verify.senders.test.ts"], ci: true },
   { file: "shared/inbound/verify/stripe.ts", tests: ["test/inbound/verify.senders.test.ts"] },
-  { file: "shared/inbound/verify/standardWebhooks.ts", tests: ["test/inbound/verify.senders.test.ts"] },
+  { file: "shared/inbound/verify/standardWebhooks.ts", tests: ["test/inbound/verify.senders.test.ts", "test/inbound/verify.v1a.test.ts"] },
   { file: "shared/inbound/verify/genericHmac.ts", tests: ["test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/body.ts", tests: [...verifyTests, "test/inbound/verify.generic.test.ts"] },
   { file: "shared/inbound/verify/partners.ts", tests: ["test/inbound/verify.partners.test.ts", "test/inbound/verify.partners.forward.test.ts"] },
