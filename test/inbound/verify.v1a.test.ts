@@ -6,25 +6,13 @@
  * refused with its own reason.
  */
 import { createHmac } from "node:crypto";
-import nacl from "tweetnacl";
 import { describe, expect, it } from "vitest";
+import { body, other, sender, signedHeaders as signedAt, whpk } from "./support/v1aSender.js";
 import { parsePartners, verifyWebhook, type PartnerConfig, type VerifyResult } from "../../shared/inbound/verify/index.js";
 
 const NOW = 1_764_000_000;
-const body = JSON.stringify({ type: "invoice.paid", timestamp: "2025-11-24T16:00:00Z", data: { id: "inv_1", amount: 4200 } });
-
-const sender = nacl.sign.keyPair.fromSeed(Buffer.alloc(32, 0x2a));
-const other = nacl.sign.keyPair.fromSeed(Buffer.alloc(32, 0x17));
-const whpk = (pair: nacl.SignKeyPair) => `whpk_${Buffer.from(pair.publicKey).toString("base64")}`;
 const HMAC_SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
-
-/** tweetnacl signs `${id}.${ts}.${payload}` and writes the header as the spec does. */
-function signedHeaders(opts: { pair?: nacl.SignKeyPair; id?: string; ts?: number; payload?: string; signature?: string } = {}) {
-  const id = opts.id ?? "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W";
-  const ts = opts.ts ?? NOW;
-  const sig = nacl.sign.detached(Buffer.from(`${id}.${ts}.${opts.payload ?? body}`), (opts.pair ?? sender).secretKey);
-  return { "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": opts.signature ?? `v1a,${Buffer.from(sig).toString("base64")}` };
-}
+const signedHeaders = (opts: Partial<Parameters<typeof signedAt>[0]> = {}) => signedAt({ ts: NOW, ...opts });
 
 function rejected(result: VerifyResult, status: number, code: string, reasonPart: string | RegExp) {
   expect(result.ok).toBe(false);
