@@ -121,6 +121,11 @@ describe("GitHub (signed with @octokit/webhooks-methods)", () => {
     expect(verifyWebhook(partner, { ...(await headersFor(push)), "x-github-event": "push" }, Buffer.from(push))).toMatchObject({ ok: true, eventType: "push" });
     const odd = JSON.stringify({ action: "not a word" });
     expect(verifyWebhook(partner, await headersFor(odd), Buffer.from(odd))).toMatchObject({ ok: true, eventType: "issues" });
+    // Nor is one that is not a string, even when its text would be a word.
+    for (const action of [5, ["opened"], true]) {
+      const notText = JSON.stringify({ action });
+      expect(verifyWebhook(partner, await headersFor(notText), Buffer.from(notText))).toMatchObject({ ok: true, eventType: "issues" });
+    }
   });
 
   it("refuses a tampered body, a wrong secret and a missing signature", async () => {
