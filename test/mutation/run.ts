@@ -8,6 +8,7 @@
  *   npm run test:mutation -- --ci                                the small CI set
  *   npm run test:mutation -- shared/inbound/verify/hmac.ts       one module
  *   npm run test:mutation -- shared/inbound/verify/hmac.ts:20-30 some lines of it
+ *   npm run test:mutation -- --sql                               the lease and completion guards' SQL mutants
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -87,6 +88,10 @@ function rowOf(file: string, report: string): Row {
 }
 
 function main(): number {
+  // The SQL guards' hand-made mutants (Stryker mutates no SQL): test/mutation/sqlGuards.ts.
+  if (process.argv.includes("--sql")) {
+    return spawnSync(process.execPath, ["--import", "tsx", "test/mutation/sqlGuards.ts"], { stdio: "inherit" }).status ?? 1;
+  }
   mkdirSync(REPORTS, { recursive: true });
   const rows: Row[] = [];
   for (const { module, mutate } of selection(process.argv.slice(2))) {
