@@ -12,7 +12,7 @@ import { NOTIFY_CHANNEL } from "./notify.js";
 import { createRelayLoop, GIVE_BACK, type RelayLoop } from "./relayLoop.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
 import { createLeaseKeeper } from "./leaseKeeper.js";
-import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, RATE_LATENESS_SECONDS, reportDone } from "./sql/claimDeliveries.js";
+import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, reportDone } from "./sql/claimDeliveries.js";
 import { createConcurrencyLimits } from "./adaptiveConcurrency.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
@@ -157,9 +157,6 @@ export function createRelay(options: RelayOptions): Relay {
   const slots = new Map<string, { at: number; latest: number }>();
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
-    // Before the claim's transaction starts: a slot measured from here is never later than the
-    // database's (its now() comes after), so an attempt started by `latest` is within its slot's bound.
-    const claimedAt = performance.now();
     const report = done;
     done = new Map();
     const shares = new Map<string, number>();
@@ -175,7 +172,7 @@ export function createRelay(options: RelayOptions): Relay {
     }
     for (const d of claimed) {
       counted.set(d.id, d.leaseToken);
-      if (d.notBeforeMs != null) slots.set(d.id, { at: claimedAt + d.notBeforeMs, latest: claimedAt + d.notBeforeMs + RATE_LATENESS_SECONDS * 1000 });
+      if (d.slot) slots.set(d.id, d.slot);
     }
     if (claimed.length < limit && Date.now() >= nextProbeCheck) {
       nextProbeCheck = Date.now() + probeCheckMs;

@@ -29,8 +29,11 @@ export interface ClaimedDelivery {
   headers?: Record<string, string>;
   /** The subscription's own attempt deadline (bounded by the transport's), or null for the transport's. */
   timeoutMs?: number | null;
-  /** Rate-limited subscriptions: ms after the claim before which this attempt must not start (null: at once). */
-  notBeforeMs?: number | null;
+  /**
+   * Rate-limited subscriptions: when this attempt may start, on the claiming process's clock
+   * (performance.now()): not before `at`, not after `latest` (then it is given back unsent). Null: at once.
+   */
+  slot?: { at: number; latest: number } | null;
   leaseToken: string;
   /** Ordered delivery: its ordering key (it is its key's head: the only one of the key a relay can hold). */
   orderingKey?: string | null;

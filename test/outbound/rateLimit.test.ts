@@ -6,6 +6,7 @@ import { performance } from "node:perf_hooks";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createRelay, createSubscription, enqueueMany, getSubscription, listAttempts, OutboundValidationError } from "../../shared/outbound/index.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import type { Database } from "../../shared/db/port.js";
 import { describeEachBackend } from "../support/databases.js";
 import { relayFleet } from "./support/relayFleet.js";
 import { startReceiver, waitFor, type Receiver } from "./support/receiver.js";
@@ -58,6 +59,32 @@ describeEachBackend("rate limits and attempt timeouts", (ctx) => {
     expect(most, `arrivals (ms): ${arrivals.map((t) => Math.round(t - arrivals[0]!)).join(" ")}`).toBeLessThanOrEqual(10);
     expect(most).toBeGreaterThanOrEqual(5); // limited, not stalled (the spacing keeps a margin below 10: ~7.7 per second)
   }, 90_000);
+
+  it("a relay whose claim waits for its connection starts no attempt before its slot: two relays still keep every one-second window within the limit", async () => {
+    // A relay's transactions wait 700 ms before they start, as they do for a pool's or PGlite's one
+    // connection that others hold. The slots a claim hands out are times on the database's clock;
+    // placed on the relay's clock from a reading taken before that wait, they came out 700 ms early
+    // (12 in one second here). Deterministic: no load needed, the wait is what a loaded machine adds.
+    const timing = await startTimingReceiver();
+    stops.push(timing.stop);
+    await createSubscription(ctx.db, { url: timing.url, eventTypes: ["*"], rateLimitPerSecond: 10 });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("waited", 16)));
+    const waiting: Database = {
+      kind: ctx.db.kind,
+      query: (text, values) => ctx.db.query(text, values),
+      transaction: async (fn) => { await new Promise((r) => setTimeout(r, 700)); return ctx.db.transaction(fn); },
+      listen: (channel, on) => ctx.db.listen(channel, on),
+      close: async () => {},
+    };
+    const prompt = createRelay({ db: ctx.db, transport });
+    const late = createRelay({ db: waiting, transport });
+    // The prompt relay takes the first second's slots; the waiting one claims the next ones 700 ms later.
+    await Promise.all([prompt.runOnce(), late.runOnce()]);
+    const arrivals = await timing.times();
+    expect(arrivals.length).toBeGreaterThan(8); // the waiting relay sent some too (a slot it can no longer keep is given back)
+    const most = Math.max(...arrivals.map((t) => arrivals.filter((u) => u >= t && u < t + 1000).length));
+    expect(most, `arrivals (ms): ${arrivals.map((t) => Math.round(t - arrivals[0]!)).join(" ")}`).toBeLessThanOrEqual(10);
+  }, 60_000);
 
   it("a 429 with Retry-After slows the whole endpoint, not only the delivery that got it", async () => {
     const arrivals: { id: string; at: number }[] = [];

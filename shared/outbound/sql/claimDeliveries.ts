@@ -3,6 +3,7 @@ import type { Database, Queryable, Transaction } from "../../db/port.js";
 import { prepared } from "../../db/prepared.js";
 import type { ClaimedDelivery } from "../types.js";
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 
 /** Deliveries of one subscription leased at once across all relays, unless it sets `maxInFlight` (OUTBOUND_MAX_IN_FLIGHT). */
 export const DEFAULT_MAX_IN_FLIGHT = 1024;
@@ -18,8 +19,9 @@ interface ClaimRow {
   max_attempts: number | null;
   headers: Record<string, string>;
   attempt_timeout_ms: number | null;
-  /** Rate-limited subscriptions: ms from the claim until this attempt's slot. */
-  slot_ms: number | null;
+  /** Rate-limited subscriptions: this attempt's slot, and the claim statement's one reading of the clock (ms, Unix epoch). */
+  slot_at: number | null;
+  clock_at: number | null;
   ordering_key: string | null;
 }
 
@@ -43,7 +45,29 @@ export function leaseWrite<T>(db: Database, write: (tx: Transaction) => Promise<
   });
 }
 
-function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDelivery {
+/** Local readings around the claim statement: performance.now() before and after, and the wall clock after. */
+interface ClaimClock { sentAt: number; backAt: number; wallAtBack: number }
+
+/**
+ * A rate-limited attempt's slot on this process's clock (performance.now()). The slot is a time on
+ * the database's clock, and so is the statement's reading of it (`clock_at`); that reading was
+ * taken between `sentAt` and `backAt`, so the slot lies between `sentAt` and `backAt` plus its
+ * distance from the reading, whatever the claim waited for before the statement (a connection,
+ * PGlite's one connection, another claim's lock: a reading taken before such a wait put the slots
+ * that much early). Within that bracket it is placed by the wall clock, exact where the relay's and
+ * the database's clocks agree (one machine; NTP within a few ms, what RATE_JITTER_SECONDS
+ * absorbs), and never further off than the statement's round trip where they do not.
+ */
+function slotOf(row: ClaimRow, clock: ClaimClock): ClaimedDelivery["slot"] {
+  if (row.slot_at === null || row.clock_at === null) return null;
+  const slotAt = Number(row.slot_at);
+  const ahead = slotAt - Number(row.clock_at);
+  const byWall = clock.backAt + (slotAt - clock.wallAtBack);
+  const at = Math.min(Math.max(byWall, clock.sentAt + ahead), clock.backAt + ahead);
+  return { at, latest: at + RATE_LATENESS_SECONDS * 1000 };
+}
+
+function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean, clock?: ClaimClock): ClaimedDelivery {
   return {
     id: row.id,
     eventId: row.event_id,
@@ -55,7 +79,7 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean): ClaimedDe
     maxAttempts: row.max_attempts,
     headers: row.headers,
     timeoutMs: row.attempt_timeout_ms,
-    notBeforeMs: row.slot_ms === null ? null : Math.max(0, Number(row.slot_ms)),
+    slot: clock ? slotOf(row, clock) : null,
     leaseToken,
     orderingKey: row.ordering_key,
     probe,
@@ -73,13 +97,16 @@ const lease = (ids: string) => `claimed AS (
      RETURNING d.id, d.event_id, d.subscription_id, d.attempts, d.ordering_key
    )`;
 
-/** Joins the event body and subscription to the rows just leased; `slot` (SQL) gives a rate-limited attempt its start. */
-const load = (slot: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
-          s.attempt_timeout_ms, ${slot} AS slot_ms, c.ordering_key
+/**
+ * Joins the event body and subscription to the rows just leased; for a rate-limited attempt, `slot`
+ * (SQL) gives its start and `clock` the statement's reading of the clock it was set by (ms, Unix epoch).
+ */
+const load = (slot: string, clock: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
+          s.attempt_timeout_ms, ${slot} AS slot_at, ${clock} AS clock_at, c.ordering_key
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
    JOIN outbound_subscriptions s ON s.id = c.subscription_id`;
-const LOAD = load("NULL::float8");
+const LOAD = load("NULL::float8", "NULL::float8");
 
 /** The end both claims share: lease the rows `ids` selects and load what sending them needs. */
 const leaseAndLoad = (ids: string) => `${lease(ids)}
@@ -97,7 +124,7 @@ const NO_LIVE_LEASE = (row: string) => `(${row}.lease_expires_at IS NULL OR ${ro
  * slots cannot fit in 1 + L + J seconds: spacing (1 + L + J) / floor(rate); below 1 per second,
  * 1 / rate + L + J. The price: the rate achieved is ~1 / 1.3 of the limit (L = 0.1 s, J = 0.2 s),
  * the margin that held in test/outbound/rateLimit.test.ts on this 2-core machine at load 14
- * (J = 0.05 s did not: 11 in one window).
+ * (J = 0.05 s did not: 11 in one window; part of that was slots placed early, fixed since: slotOf).
  */
 export const RATE_LATENESS_SECONDS = 0.1;
 const RATE_JITTER_SECONDS = 0.2;
@@ -135,9 +162,13 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
      SELECT * FROM unnest($8::text[], $9::int[]) AS share(id, n)
    ),
    limited AS (
-     -- The rate limiter's slots (see RATE_SPACING): from its clock, or now if that has passed.
-     SELECT s.id, ${RATE_SPACING("s.rate_limit_per_second")} AS spacing, GREATEST(s.rate_next_at, now()) AS start
+     -- The rate limiter's slots (see RATE_SPACING): from its clock, or now if that has passed. Now is
+     -- the statement's one reading of the wall clock, not now() (the transaction's start, which may
+     -- be long before: the claim's first statement can wait for another claim's lock): the relay
+     -- places the slots on its own clock from that reading (slotOf).
+     SELECT s.id, ${RATE_SPACING("s.rate_limit_per_second")} AS spacing, GREATEST(s.rate_next_at, c.t) AS start, c.t AS clock
      FROM outbound_subscriptions s
+     CROSS JOIN (SELECT clock_timestamp() AS t) AS c
      WHERE s.id = ANY ($5::text[]) AND s.rate_limit_per_second IS NOT NULL
    ),
    room AS (
@@ -149,7 +180,7 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
          ), 0),
          COALESCE((SELECT share.n FROM share WHERE share.id = s.id), $7::int),
          -- Rate-limited: the slots starting within the next second.
-         COALESCE((SELECT ceil(extract(epoch FROM now() + interval '1 second' - l.start) / l.spacing)::int FROM limited l WHERE l.id = s.id), $1::int)) AS n
+         COALESCE((SELECT ceil(extract(epoch FROM l.clock + interval '1 second' - l.start) / l.spacing)::int FROM limited l WHERE l.id = s.id), $1::int)) AS n
      FROM outbound_subscriptions s
      WHERE s.id = ANY ($5::text[])
    ),
@@ -193,8 +224,9 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
      FROM limited l
      WHERE s.id = l.id AND EXISTS (SELECT 1 FROM claimed c WHERE c.subscription_id = l.id)
    )
-   ${load(`(SELECT extract(epoch FROM l.start - now()) * 1000 + l.spacing * 1000 * (SELECT n.k FROM numbered n WHERE n.id = c.id)
-             FROM limited l WHERE l.id = c.subscription_id)`)}`);
+   ${load(`(SELECT extract(epoch FROM l.start) * 1000 + l.spacing * 1000 * (SELECT n.k FROM numbered n WHERE n.id = c.id)
+             FROM limited l WHERE l.id = c.subscription_id)`,
+     "(SELECT extract(epoch FROM l.clock) * 1000 FROM limited l WHERE l.id = c.subscription_id)")}`);
 
 export interface ClaimRequest {
   /** Most deliveries in all. */
@@ -243,13 +275,15 @@ export async function claimDueDeliveries(q: Queryable | Database, request: Claim
   const done = [...(request.done ?? [])].filter(([, n]) => n > 0);
   if (due.length === 0 && done.length === 0) return [];
   const shares = [...(request.shares ?? [])];
+  const sentAt = performance.now();
   const { rows } = await tx.query<ClaimRow>(CLAIM_DUE, [
     request.limit, request.leaseToken, request.leaseSeconds, request.relayId ?? randomUUID(), due.map((r) => r.id),
     request.defaultMaxInFlight ?? DEFAULT_MAX_IN_FLIGHT, request.perSubscription ?? request.limit,
     shares.map(([id]) => id), shares.map(([, n]) => n),
     done.map(([id]) => id), done.map(([, n]) => n),
   ]);
-  return rows.map((r) => toClaimed(r, request.leaseToken, false));
+  const clock = { sentAt, backAt: performance.now(), wallAtBack: Date.now() };
+  return rows.map((r) => toClaimed(r, request.leaseToken, false, clock));
 }
 
 const REPORT_DONE = prepared("outbound_holds_done", `UPDATE outbound_relay_holds h
