@@ -11,6 +11,7 @@ import { eventsGet, eventsList, eventsResend } from "./commands/eventsRead.js";
 import { subscriptionsDelete, subscriptionsPause, subscriptionsResume, subscriptionsTest, subscriptionsUpdate } from "./commands/subscriptionChanges.js";
 import { inboxList, inboxReplay } from "./commands/inbox.js";
 import { subscriptionsKeys, subscriptionsSkipKey } from "./commands/ordering.js";
+import { subscriptionsPublicKeys, subscriptionsRotateSecret } from "./commands/signing.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
 import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptionsList } from "./commands/subscriptions.js";
 import { applicationsCreate, applicationsDelete, applicationsList, audit, keysCreate, keysList, keysRevoke } from "./commands/tenancy.js";
@@ -19,6 +20,7 @@ export const COMMANDS: Command[] = [
   dlqList, dlqReplay, inboxList, inboxReplay, eventsSend, eventsList, eventsGet, eventsResend,
   subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsUpdate, subscriptionsPause, subscriptionsResume,
   subscriptionsDelete, subscriptionsTest, subscriptionsEnable, subscriptionsKeys, subscriptionsSkipKey,
+  subscriptionsRotateSecret, subscriptionsPublicKeys,
   applicationsCreate, applicationsList, applicationsDelete, keysCreate, keysList, keysRevoke, audit,
   synth, deploy, compare,
 ];

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { publicKeyText } from "../../shared/crypto/ed25519.js";
 import { generateSecret, sign } from "../../shared/outbound/signature.js";
 import { openTestDatabase } from "../support/databases.js";
 import { eventually, makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
@@ -458,6 +459,36 @@ describe("webhooks subscriptions keys / skip-key (ordered delivery, issue 15)", 
     await eventually("the replayed one delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(first)}`)).status === "delivered");
     expect((await cli(["subscriptions", "keys", sub.id])).stdout).toContain("No ordering key has work.");
     await refused(1, "404 not_found", ["subscriptions", "keys", "sub_missing"]);
+  });
+});
+
+describe("webhooks subscriptions --signature-scheme / rotate-secret / public-keys (v1a, issue 17)", { timeout: 120_000 }, () => {
+  it("creates a v1a subscription, shows its public key, moves a v1 one to v1a by rotation; a bad scheme is a usage error", async () => {
+    const made = await cli(["subscriptions", "create", "--endpoint", `${receiver.url}/v1a`, "--event", "cli.v1a", "--signature-scheme", "v1a", "--json"]);
+    expect(made.code, made.stderr).toBe(0);
+    const v1a = JSON.parse(made.stdout) as { id: string; secrets: string[] };
+    expect(v1a.secrets).toHaveLength(1);
+    expect(v1a.secrets[0]).toMatch(/^whsk_/);
+    // The key shown is the one that verifies what the subscription signs with.
+    const keys = await cli(["subscriptions", "public-keys", v1a.id]);
+    expect(keys.code, keys.stderr).toBe(0);
+    expect(keys.stdout).toBe(`${publicKeyText(v1a.secrets[0]!)}\n`);
+
+    const plain = JSON.parse((await cli(["subscriptions", "create", "--endpoint", `${receiver.url}/v1`, "--event", "cli.v1", "--json"])).stdout) as { id: string; secrets: string[] };
+    expect(plain.secrets[0]).toMatch(/^whsec_/);
+    expect((await cli(["subscriptions", "public-keys", plain.id])).stdout).toContain("signs with v1 (HMAC) only");
+    const rotated = await cli(["subscriptions", "rotate-secret", plain.id, "--signature-scheme", "v1a"]);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const shown = rotated.stdout.match(/secrets \(newest first\): (\S+) (\S+)/);
+    expect(shown?.slice(1)).toEqual([expect.stringMatching(/^whsk_/), plain.secrets[0]]); // the new one first, the v1 one kept
+    expect(JSON.parse((await cli(["subs", "public-keys", plain.id, "--json"])).stdout)).toEqual({ id: plain.id, publicKeys: [publicKeyText(shown![1]!)] });
+
+    await refused(2, "--signature-scheme must be v1", ["subscriptions", "create", "--endpoint", `${receiver.url}/x`, "--event", "x", "--signature-scheme", "ed25519"]);
+    await refused(2, "--signature-scheme must be v1", ["subscriptions", "rotate-secret", plain.id, "--signature-scheme", "v2"]);
+    await refused(2, "not both", ["subscriptions", "create", "--endpoint", `${receiver.url}/x`, "--event", "x", "--secret", generateSecret(), "--signature-scheme", "v1a"]);
+    await refused(2, "Missing argument", ["subscriptions", "public-keys"]);
+    await refused(1, "404 not_found", ["subscriptions", "public-keys", "sub_missing"]);
+    await refused(1, "404 not_found", ["subscriptions", "rotate-secret", "sub_missing"]);
   });
 });
 

@@ -4,6 +4,7 @@ import { seg } from "../api.js";
 import { UsageError, intOption, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
 import { itemsOf } from "./lists.js";
+import { signatureSchemeOf } from "./signing.js";
 import { headersOf } from "./subscriptionChanges.js";
 
 interface Subscription {
@@ -69,12 +70,15 @@ export const subscriptionsList: Command = {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
-  --secret <whsec_...>   signing secret (repeatable for rotation); default: generated
+  --secret <whsec_...>   signing secret (repeatable for rotation; whsk_... signs v1a); default: generated
   --secret-file <path>   read the secret from a file instead of the command line
+  --signature-scheme <s> the generated secret's kind: v1 (HMAC, whsec_, the default) or v1a
+                         (ed25519, whsk_: receivers verify with the public key,
+                         \`webhooks subscriptions public-keys <id>\`; docs/secrets.md)
   --max-attempts <n>     attempts before dead letter (default: the relay's policy)
   --description <text>
   --header <name=value>  a custom header sent with every attempt (repeatable)
@@ -90,6 +94,7 @@ Example:
     event: { type: "string", multiple: true },
     secret: { type: "string", multiple: true },
     "secret-file": { type: "string" },
+    "signature-scheme": { type: "string" },
     "max-attempts": { type: "string" },
     description: { type: "string" },
     header: { type: "string", multiple: true },
@@ -114,6 +119,9 @@ Example:
     const body: Record<string, unknown> = { url, eventTypes: events };
     if (inv.values.application !== undefined) body.applicationId = inv.values.application;
     if (secrets.length) body.secrets = secrets;
+    const scheme = signatureSchemeOf(inv);
+    if (scheme && secrets.length) throw new UsageError("Give either --secret (its prefix says how it signs) or --signature-scheme (for a generated one), not both.");
+    if (scheme) body.signatureScheme = scheme;
     if (inv.values["max-attempts"] !== undefined) body.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     if (inv.values.description !== undefined) body.description = inv.values.description;
     const headers = headersOf(inv);
