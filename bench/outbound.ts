@@ -21,6 +21,7 @@
  *
  *   npm run bench:outbound
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
+ *   BENCH_ONLY=flow: only the relay's defaults against the baseline; BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts)
  */
 import { randomBytes } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
@@ -44,6 +45,16 @@ const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 5);
 interface Sample { perSecond: number; cpuUsPerEvent: number; dbCpuUsPerEvent: number | null; rxCpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
 /** `rx` reads the receiver's stats, so each run records the receiver's CPU over its own window. */
 interface Contender { name: string; kind: "ours" | "baseline" | "graphile" | "reference" | "diagnostic"; run: (url: string, rx: ReceiverStats) => Promise<Sample> }
+
+// BENCH_ONLY=enqueue: only the enqueue cost, today against the code before ordered delivery and
+// applications (bench/enqueue.ts), without any relay.
+if (process.env.BENCH_ONLY === "enqueue") {
+  const { main: enqueueBench } = await import("./enqueue.js");
+  await enqueueBench().then(() => process.exit(0), (error) => {
+    console.error(`benchmark failed: ${(error as Error).stack ?? error}`);
+    process.exit(1);
+  });
+}
 
 const C = CONNECTIONS;
 const baseline = await loadBaseline();
