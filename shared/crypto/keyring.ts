@@ -20,6 +20,7 @@ export interface Keyring {
 
 /** Key ids are short names stored in every envelope: letters, digits, `_` and `-`. */
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
+// Padding of `==` cannot occur in the base64 of 32 bytes (one `=`), so `={0,2}` made `=` (a mutant) is equivalent.
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** ENCRYPTION_KEYS (or the key file) is not a list of `<keyId>:<base64 of 32 bytes>`. */
@@ -60,8 +61,10 @@ export function parseEncryptionKeys(text: string, source = "ENCRYPTION_KEYS"): K
   const keys = new Map<string, EncryptionKey>();
   entries.forEach((entry, i) => {
     const colon = entry.indexOf(":");
-    const id = colon < 0 ? "" : entry.slice(0, colon).trim();
-    const b64 = colon < 0 ? "" : entry.slice(colon + 1).trim();
+    // No colon, no id: refused just below, before the key part (then the whole entry) is read.
+    // Stryker disable next-line StringLiteral: equivalent: any stand-in for the missing id that is not a valid id ("Stryker was here!") is refused the same way
+    const id = colon === -1 ? "" : entry.slice(0, colon).trim();
+    const b64 = entry.slice(colon + 1).trim();
     const where = `${source} entry ${i + 1}`;
     if (!KEY_ID.test(id)) throw new EncryptionKeysConfigError(`${where}: must be "<keyId>:<base64 of 32 bytes>" with a key id of 1–32 letters, digits, _ or -.`);
     if (keys.has(id)) throw new EncryptionKeysConfigError(`${where}: key id "${id}" is listed twice; each key needs its own id.`);

@@ -36,4 +36,8 @@ export const MODULES: MutationModule[] = [
   { file: "shared/inbound/entities.ts", tests: ["test/inbound/entities.test.ts"] },
   { file: "shared/telemetry/telemetry.ts", tests: ["test/telemetry/telemetry.test.ts"] },
   { file: "shared/inbound/stateMachine.ts", tests: ["test/inbound/reconciler.test.ts", "test/inbound/stateMachine.test.ts"] },
+  { file: "shared/crypto/envelope.ts", tests: ["test/crypto/envelope.test.ts", "test/crypto/envelope.edges.test.ts"] },
+  { file: "shared/crypto/keyring.ts", tests: ["test/crypto/envelope.test.ts", "test/crypto/envelope.edges.test.ts"] },
+  { file: "shared/crypto/ed25519.ts", tests: ["test/crypto/ed25519.test.ts", "test/inbound/verify.v1a.test.ts"] },
+  { file: "shared/tenancy/apiKeys.ts", tests: ["test/tenancy/apiKeys.test.ts"] },
 ];
