@@ -40,4 +40,5 @@ export const MODULES: MutationModule[] = [
   { file: "shared/crypto/keyring.ts", tests: ["test/crypto/envelope.test.ts", "test/crypto/envelope.edges.test.ts"] },
   { file: "shared/crypto/ed25519.ts", tests: ["test/crypto/ed25519.test.ts", "test/inbound/verify.v1a.test.ts"] },
   { file: "shared/tenancy/apiKeys.ts", tests: ["test/tenancy/apiKeys.test.ts"] },
+  { file: "shared/tenancy/authenticate.ts", tests: ["test/tenancy/apiKeys.test.ts"], ci: true },
 ];

@@ -13,6 +13,7 @@ import type { Database } from "../../shared/db/port.js";
 import { NotFoundError, OutboundValidationError } from "../../shared/outbound/errors.js";
 import { createApiKey, identifyKey, listApiKeys, revokeApiKey } from "../../shared/tenancy/apiKeys.js";
 import { createApplication } from "../../shared/tenancy/applications.js";
+import { apiKeyAuthenticator } from "../../shared/tenancy/authenticate.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 
 const available = await postgresAvailable();
@@ -140,6 +141,31 @@ describe.skipIf(!available)("API keys", () => {
   it("accepts the limits: an application id of 200 characters (not found, so past validation), a description of 500", async () => {
     await expect(createApiKey(db, { applicationId: "a".repeat(200) }, { createdBy: "ops" })).rejects.toThrow(NotFoundError);
     expect((await createApiKey(db, { description: "d".repeat(500) }, { createdBy: "ops" })).description).toBe("d".repeat(500));
+  });
+
+  it("the authenticator: the admin token is the admin; Bearer whk_… is that key; anything else is nobody", async () => {
+    const admin = "admin-token-0123456789";
+    const auth = apiKeyAuthenticator(db, admin);
+    const app = await createApplication(db, { name: "Auth" });
+    const k = await createApiKey(db, { applicationId: app.id, access: "read" }, { createdBy: "ops" });
+    expect(await auth({ authorization: `Bearer ${admin}` })).toEqual({ kind: "admin" });
+    expect(await auth({ authorization: `Bearer ${k.key}` })).toEqual({ kind: "key", keyId: k.id, applicationId: app.id, access: "read" });
+    // The scheme's name is case-insensitive (RFC 9110).
+    expect(await auth({ authorization: `bearer ${k.key}` })).toEqual({ kind: "key", keyId: k.id, applicationId: app.id, access: "read" });
+    const refused: Array<[string, string | undefined]> = [
+      ["no header", undefined],
+      ["an empty header", ""],
+      ["the key without the scheme", k.key],
+      ["another scheme", `Basic ${k.key}`],
+      ["text before the scheme", `xBearer ${k.key}`],
+      ["two spaces", `Bearer  ${k.key}`],
+      ["text after the key", `Bearer ${k.key} x`],
+      ["a wrong admin token", `Bearer ${admin}x`],
+      ["a key changed in its last character", `Bearer ${k.key.slice(0, -1)}${k.key.endsWith("A") ? "B" : "A"}`],
+    ];
+    for (const [what, authorization] of refused) expect(await auth({ authorization }), what).toBeUndefined();
+    await revokeApiKey(db, k.id, { revokedBy: "ops" });
+    expect(await auth({ authorization: `Bearer ${k.key}` })).toBeUndefined();
   });
 
   it("lists keys in id order, 100 a page by default, after an id, by application, active only", async () => {
