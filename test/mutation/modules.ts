@@ -41,4 +41,5 @@ export const MODULES: MutationModule[] = [
   { file: "shared/crypto/ed25519.ts", tests: ["test/crypto/ed25519.test.ts", "test/inbound/verify.v1a.test.ts"] },
   { file: "shared/tenancy/apiKeys.ts", tests: ["test/tenancy/apiKeys.test.ts"] },
   { file: "shared/tenancy/authenticate.ts", tests: ["test/tenancy/apiKeys.test.ts"], ci: true },
+  { file: "shared/tenancy/access.ts", tests: ["test/tenancy/access.test.ts"] },
 ];
