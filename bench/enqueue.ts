@@ -23,7 +23,6 @@
  *        BENCH_BASELINE_ORDERED=1 (the ordered workload only, on both sides)
  */
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -31,9 +30,10 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { cpuMsSince, databaseCpu, eventData, freshDatabase } from "./outbound/support.js";
 import { median, printTable } from "./table.js";
+import { useThrowawayEncryptionKey } from "./throwawayKey.js";
 
 // Subscription secrets are stored encrypted since issue 17; the bench's databases are thrown away.
-process.env.ENCRYPTION_KEYS ||= `bench:${randomBytes(32).toString("base64")}`;
+useThrowawayEncryptionKey();
 
 const BASELINE = process.env.BENCH_BASELINE_COMMIT ?? "9a7f93abefcb03c83f5383281fc0628d2341904f";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);

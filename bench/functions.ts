@@ -55,6 +55,9 @@ import { startManagedIdentityTestPeer } from "../test/support/managedIdentityTes
 import { makeCertificate } from "../test/wiring/support/certificates.js";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
+import { useThrowawayEncryptionKey } from "./throwawayKey.js";
+
+const ENCRYPTION_KEYS = useThrowawayEncryptionKey();
 
 const RUNS = Number(process.env.BENCH_FUNCTIONS_RUNS ?? 3);
 const IMPORT_TARGET_KIB = 1024;
@@ -133,7 +136,7 @@ async function coldStart(dir: string, f: BuiltFunction, env: Record<string, stri
   await writeFile(spec, JSON.stringify({ cloud: f.cloud, name: f.name, bundle: join(f.dir, "index.mjs"), event }));
   const { stdout } = await run(process.execPath, [driver, spec], {
     cwd: root, timeout: 60_000,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NODE_ENV: "production", LOG_LEVEL: "error", ALLOWED_DESTINATIONS: "127.0.0.1", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NODE_ENV: "production", LOG_LEVEL: "error", ALLOWED_DESTINATIONS: "127.0.0.1", ENCRYPTION_KEYS, ...env },
   });
   return JSON.parse(stdout.trim().split("\n").pop()!) as Measured;
 }

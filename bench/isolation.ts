@@ -26,6 +26,9 @@ import { createSubscription } from "../shared/outbound/subscriptions.js";
 import { createTransport } from "../shared/outbound/transport.js";
 import { freshDatabase } from "./outbound/support.js";
 import { printTable } from "./table.js";
+import { useThrowawayEncryptionKey } from "./throwawayKey.js";
+
+useThrowawayEncryptionKey();
 
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 3000);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);

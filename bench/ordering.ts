@@ -16,7 +16,7 @@
  *   npm run bench:ordering
  *   env: BENCH_BLOCKED (10000), BENCH_WAITING (2), BENCH_EVENTS (5000), BENCH_KEYS (500), BENCH_ROUNDS (4), BENCH_BATCH (100)
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { openDatabase } from "../shared/db/open.js";
@@ -27,9 +27,10 @@ import { completeDeliveries } from "../shared/outbound/sql/completeDeliveries.js
 import type { ClaimedDelivery, Completion } from "../shared/outbound/types.js";
 import { freshDatabase } from "./outbound/support.js";
 import { median, printTable } from "./table.js";
+import { useThrowawayEncryptionKey } from "./throwawayKey.js";
 
 // Subscription secrets are stored encrypted (docs/secrets.md); these databases are thrown away.
-process.env.ENCRYPTION_KEYS ||= `bench:${randomBytes(32).toString("base64")}`;
+useThrowawayEncryptionKey();
 
 const BLOCKED = Number(process.env.BENCH_BLOCKED ?? 10_000);
 const WAITING = Number(process.env.BENCH_WAITING ?? 2);

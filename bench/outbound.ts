@@ -23,7 +23,6 @@
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
  *   BENCH_ONLY=flow: only the relay's defaults against the baseline; BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts)
  */
-import { randomBytes } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
 import { cpuBound, targetNeeds, type Cost } from "./outbound/budget.js";
 import { measureCeiling } from "./outbound/ceiling.js";
@@ -33,9 +32,9 @@ import { BASELINE_COMMIT, loadBaseline } from "./outbound/baseline.js";
 import { type ReceiverStats, type RunResult, startReceiver } from "./outbound/support.js";
 import { measureTransport } from "./outbound/transportOnly.js";
 import { median, printTable } from "./table.js";
+import { useThrowawayEncryptionKey } from "./throwawayKey.js";
 
-// Subscription secrets are stored encrypted (docs/secrets.md); the bench's databases are thrown away.
-process.env.ENCRYPTION_KEYS ||= `bench:${randomBytes(32).toString("base64")}`;
+useThrowawayEncryptionKey();
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
