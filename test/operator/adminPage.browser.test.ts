@@ -5,28 +5,40 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
+import type { Database } from "../../shared/db/port.js";
 import { describeEachBackend } from "../support/databases.js";
 import { chromiumAvailable, launchChromium } from "./chromium.js";
 import { makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
 const suite = chromiumAvailable ? describeEachBackend : (title: string) => describe.skip(title, () => { it("needs Chromium", () => {}); });
 
+/**
+ * Each suite's platform and receiver (harness.ts) with a Chromium beside them; the function it
+ * returns opens a page that collects the page's script errors (each test expects none).
+ */
+function usePlatformInChromium(db: () => Database, use: (platform: TestPlatform, receiver: TestReceiver) => void) {
+  let browser: Browser;
+  usePlatformAndReceiver(db, use);
+  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
+  afterAll(async () => { await browser?.close(); });
+  return async () => {
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    return { page, pageErrors };
+  };
+}
+
 suite("admin page in Chromium", (ctx) => {
   let t: TestPlatform;
   let receiver: TestReceiver;
-  let browser: Browser;
-
-  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
-  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
-  afterAll(async () => { await browser?.close(); });
+  const openPage = usePlatformInChromium(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
 
   it("replays a dead letter from the page and shows it delivered; pauses, resumes, tests and deletes its subscription", async () => {
     receiver.answer = 400; // permanent: dead at the first attempt
     const { deliveryId, subscriptionId } = await makeDeadLetter(t, `${receiver.url}/hook`, `browser-${ctx.backend}`);
 
-    const page = await browser.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const { page, pageErrors } = await openPage();
     await page.goto(`${t.baseUrl}/admin`);
     expect(await page.isVisible("#login")).toBe(true);
     expect(await page.isVisible("#session")).toBe(false); // nothing but the token form before sign-in
@@ -94,11 +106,7 @@ suite("admin page in Chromium", (ctx) => {
 suite("admin page in Chromium, logged in with an application key", (ctx) => {
   let t: TestPlatform;
   let receiver: TestReceiver;
-  let browser: Browser;
-
-  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
-  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
-  afterAll(async () => { await browser?.close(); });
+  const openPage = usePlatformInChromium(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
 
   it("shows only its application's data, without the operator's sections; a read-only key gets no buttons", async () => {
     receiver.answer = 400;
@@ -111,9 +119,7 @@ suite("admin page in Chromium, logged in with an application key", (ctx) => {
     await expect.poll(async () => (await t.api("GET", `/deliveries/${encodeURIComponent(mine)}`)).status, { timeout: 15_000 }).toBe("dead");
     const key = await t.api("POST", "/keys", { applicationId: app.id, description: "Acme portal" });
 
-    const page = await browser.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const { page, pageErrors } = await openPage();
     const seen: string[] = [];
     page.on("request", (r) => seen.push(`${r.method()} ${new URL(r.url()).pathname}`));
     await page.goto(`${t.baseUrl}/admin`);
@@ -167,11 +173,7 @@ suite("admin page in Chromium, logged in with an application key", (ctx) => {
 suite("admin page in Chromium: ordering keys", (ctx) => {
   let t: TestPlatform;
   let receiver: TestReceiver;
-  let browser: Browser;
-
-  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
-  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
-  afterAll(async () => { await browser?.close(); });
+  const openPage = usePlatformInChromium(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
 
   it("shows a blocked key with what waits behind it, and skips it", async () => {
     receiver.answer = ({ path }) => (path === "/ordered" ? 400 : 200);
@@ -181,9 +183,7 @@ suite("admin page in Chromium: ordering keys", (ctx) => {
     await expect.poll(async () => (await t.api("GET", `/subscriptions/${sub.id}/ordering-keys`)).orderingKeys[0]?.blocked, { timeout: 15_000 }).toBe(true);
     receiver.answer = 200;
 
-    const page = await browser.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const { page, pageErrors } = await openPage();
     await page.goto(`${t.baseUrl}/admin`);
     await page.fill("#token", t.token);
     await page.click("#login button[type=submit]");
