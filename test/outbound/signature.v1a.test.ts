@@ -6,22 +6,15 @@
  * valid meanwhile; a v1 subscription moves to v1a sending both; the signing key is encrypted at
  * rest. Both backends.
  */
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import nacl from "tweetnacl";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { loadConfig } from "../../shared/config.js";
 import { verifyWebhook } from "../../shared/inbound/verify/index.js";
 import { createRelay } from "../../shared/outbound/index.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
-import { mapPlatformError, startPlatform, type Platform } from "../../shared/platform.js";
-import { createHttpServer } from "../../shared/server/router.js";
-import { createLogger } from "../../shared/telemetry/log.js";
 import { describeEachBackend } from "../support/databases.js";
+import { startTestPlatform, type TestPlatform } from "../operator/harness.js";
 import { resetOutbound, startReceiver, type Received, type Receiver } from "./support/receiver.js";
-
-const TOKEN = "signature-v1a-test-token";
 
 /** The spec's check, with tweetnacl: some v1a entry is a valid signature of `{id}.{timestamp}.{body}` under `whpk`. */
 function naclVerifies(whpk: string, r: Received): boolean {
@@ -35,23 +28,16 @@ function naclVerifies(whpk: string, r: Received): boolean {
 const versions = (r: Received) => String(r.headers["webhook-signature"]).split(" ").map((e) => e.split(",")[0]);
 
 describeEachBackend("v1a (ed25519) subscriptions", (ctx) => {
-  let platform: Platform;
-  let server: Server;
-  let base: string;
+  let t: TestPlatform;
   let transport: Transport;
   let receiver: Receiver | undefined;
 
   beforeAll(async () => {
-    const config = loadConfig({ ADMIN_TOKEN: TOKEN, LOG_LEVEL: "silent", ALLOWED_DESTINATIONS: "127.0.0.1" });
-    platform = await startPlatform(config, { db: ctx.db, logger: createLogger({ level: "silent" }), workers: false });
-    server = createHttpServer({ routes: platform.routes, adminToken: TOKEN, maxBodyBytes: 64 * 1024, mapError: mapPlatformError });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    t = await startTestPlatform(ctx.db, {}, { workers: false });
     transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 });
   });
   afterAll(async () => {
-    await new Promise((r) => server.close(r));
-    await platform.stop();
+    await t?.stop();
     await transport.close();
   });
   afterEach(async () => {
@@ -61,9 +47,9 @@ describeEachBackend("v1a (ed25519) subscriptions", (ctx) => {
   });
 
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(base + path, {
+    const res = await fetch(t.baseUrl + path, {
       method,
-      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+      headers: { "content-type": "application/json", authorization: `Bearer ${t.token}` },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
