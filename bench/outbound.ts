@@ -61,7 +61,7 @@ const allContenders: Contender[] = [
   // The relay's defaults (concurrency 1024, batch 500, 2 completion writers), HTTP capped at the connections.
   { name: `our relay, defaults (concurrency 1024, batch 500, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx }).then(fromRun) },
   // The same before the flow control (fair claims, in-flight limits: issue 15), read from git.
-  { name: `our relay before flow control (${BASELINE_COMMIT.slice(0, 7)}), defaults`, kind: "baseline", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx, baseline }).then(fromRun) },
+  { name: `our relay at the baseline commit (${BASELINE_COMMIT.slice(0, 7)}), defaults`, kind: "baseline", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx, baseline }).then(fromRun) },
   // Holding fewer: a crash holds up at most 256 deliveries for a lease, for some throughput.
   { name: `our relay, concurrency 256, batch 250 (fewer re-sends after a crash)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
@@ -147,7 +147,7 @@ async function main() {
   const [now, before] = [allContenders[0]!, allContenders[1]!];
   const perRound = samples.get(now)!.map((s, i) => s.perSecond / samples.get(before)!.at(i)!.perSecond);
   const flow = med(now) / med(before);
-  console.log(`\nflow control: ours (defaults) / before flow control: ${(flow * 100).toFixed(1)}% (rounds: ${perRound.map((r) => `${(r * 100).toFixed(0)}%`).join(", ")})   target >= 95%: ${flow >= 0.95 ? "met" : "NOT met"}`);
+  console.log(`\nours (defaults) / the relay at ${BASELINE_COMMIT.slice(0, 7)}: ${(flow * 100).toFixed(1)}% (rounds: ${perRound.map((r) => `${(r * 100).toFixed(0)}%`).join(", ")})   target >= 95%: ${flow >= 0.95 ? "met" : "NOT met"}`);
   if (contenders !== allContenders) return;
 
   const best = (kind: Contender["kind"]) => contenders.filter((c) => c.kind === kind).reduce((a, b) => (med(a) >= med(b) ? a : b));
