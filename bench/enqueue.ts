@@ -10,7 +10,10 @@
  *   - baseline: its enqueue, one subscription for `bench.*` (it knows no keys nor applications);
  *   - today, the common case: the default application, an unordered subscription, events without a key;
  *   - today, events with keys but the subscription unordered (a producer that always sets keys);
- *   - today, an ordered subscription and events with keys (BENCH_KEYS distinct keys, cycled).
+ *   - today, an ordered subscription and events with keys (BENCH_KEYS distinct keys, cycled);
+ *   - today, the same subscription plus 10 with content filters (issue 30), each matching about one
+ *     event in two: the price of filters where they are used (ratios per event, so this row also
+ *     carries its ~5 more deliveries per event; the first row is the one that must not move).
  * Measured over the timed window only (after a warm-up inside the same database): events/s
  * (wall clock), the PostgreSQL backends' CPU µs per event (/proc, bench/backendCpu.ts) and this
  * process's CPU µs per event. ABBA rounds (every other round in reverse order); medians; ratios
@@ -31,6 +34,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { cpuMsSince, databaseCpu, eventData, freshDatabase } from "./outbound/support.js";
 import { median, printTable } from "./table.js";
 import { useThrowawayEncryptionKey } from "./throwawayKey.js";
+import { runBench } from "./runBench.js";
 
 // Subscription secrets are stored encrypted since issue 17; the bench's databases are thrown away.
 useThrowawayEncryptionKey();
@@ -70,7 +74,7 @@ function extractBaseline(): { root: string; remove(): void } {
 }
 
 type Mode = "single" | "batch";
-interface Contender { name: string; side: "base" | "head"; ordered: boolean; keys: boolean }
+interface Contender { name: string; side: "base" | "head"; ordered: boolean; keys: boolean; filtered?: number }
 interface Sample { perSecond: number; dbUs: number | null; processUs: number }
 
 /**
@@ -83,6 +87,7 @@ const allContenders: Contender[] = [
   { name: "today: default application, unordered, no key (common case)", side: "head", ordered: false, keys: false },
   { name: "today: unordered subscription, events with keys", side: "head", ordered: false, keys: true },
   { name: `today: ordered subscription, events with keys (${KEYS} keys)`, side: "head", ordered: true, keys: true },
+  { name: "today: + 10 subscriptions with content filters, no key", side: "head", ordered: false, keys: false, filtered: 10 },
 ];
 const contenders: Contender[] = ORDERED_ONLY
   ? [{ name: `baseline ${BASELINE.slice(0, 7)}: ordered subscription, events with keys (${KEYS} keys)`, side: "base", ordered: true, keys: true }, allContenders.at(-1)!]
@@ -114,6 +119,13 @@ async function run(sides: Record<Contender["side"], Side>, c: Contender, mode: M
   const db = await side.openDatabase({ databaseUrl: fresh.url, poolSize: Math.max(2, SINGLE_CONNECTIONS) });
   try {
     await side.createSubscription(db, { url: "http://127.0.0.1:9/bench", eventTypes: ["bench.*"], ...(c.ordered ? { ordered: true } : {}) });
+    // Filters of several shapes; amountCents is 1000 + i % 5000, so each holds for about half the events.
+    for (let k = 0; k < (c.filtered ?? 0); k++) {
+      const filter = k % 2 === 0
+        ? { "data.amountCents": { $gte: 1000 + 500 * k }, "data.currency": "EUR" }
+        : { $or: [{ "data.amountCents": { $lt: 1000 + 500 * k } }, { "data.customer": { $in: ["cus_1", "cus_2"] } }], "data.items": { $exists: true } };
+      await side.createSubscription(db, { url: "http://127.0.0.1:9/bench", eventTypes: ["bench.*"], filter });
+    }
     const events = mode === "batch" ? BATCH_EVENTS : SINGLE_EVENTS;
     // Warm-up in the same database (prepared statements on every connection, caches), not timed.
     const warm = mode === "batch" ? 2 * PER_TX : 10 * SINGLE_CONNECTIONS;
@@ -179,8 +191,5 @@ const fmt = (n: number | null) => (n === null || Number.isNaN(n) ? "-" : Math.ro
 const pct = (r: number) => `${(r * 100).toFixed(0)}%`;
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().then(() => process.exit(0), (error) => {
-    console.error(`benchmark failed: ${(error as Error).stack ?? error}`);
-    process.exit(1);
-  });
+  runBench("bench/enqueue.ts", main);
 }

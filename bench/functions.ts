@@ -56,6 +56,7 @@ import { makeCertificate } from "../test/wiring/support/certificates.js";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { useThrowawayEncryptionKey } from "./throwawayKey.js";
+import { runBench } from "./runBench.js";
 
 const ENCRYPTION_KEYS = useThrowawayEncryptionKey();
 
@@ -320,4 +321,4 @@ async function main(): Promise<void> {
   for (const { f } of rows.filter((r) => !r.c.claimCheck).map((r) => r.builds.at(-1)!)) console.log(`  ${`${f.cloud}/${f.name}`.padEnd(16)} ${await topPackages(f)}`);
 }
 
-await main();
+runBench("bench:functions", main);

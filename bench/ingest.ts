@@ -31,6 +31,11 @@ import { httpLoad, percentiles, type LoadResult } from "./ingest/httpLoad.js";
 import { backendCpu, cpuBetween } from "./backendCpu.js";
 import { PARTNERS_JSON, presign, rawInserter } from "./ingest/load.js";
 import { median, printTable } from "./table.js";
+import { runBench } from "./runBench.js";
+import { useThrowawayEncryptionKey } from "./throwawayKey.js";
+
+// The server process (bench/ingest/server.ts) is a platform on PostgreSQL: it needs keys, and gets this one.
+useThrowawayEncryptionKey();
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const POOL = Number(process.env.BENCH_POOL ?? 10);
@@ -48,7 +53,12 @@ async function startServer(dbUrl: string): Promise<Server> {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout! });
-  const [first] = (await once(lines, "line")) as [string];
+  // Its first line is its port; if it exits first (its error is on stderr, inherited), say so.
+  const exited = once(child, "exit").then(([code, signal]) => {
+    throw new Error(`the ingest server process exited before listening (${code ?? signal}); its error is above`);
+  });
+  const [first] = (await Promise.race([once(lines, "line"), exited])) as [string];
+  exited.catch(() => {});
   const url = `http://127.0.0.1:${(JSON.parse(first) as { port: number }).port}`;
   return {
     url,
@@ -87,7 +97,7 @@ const ms = (n: number) => n.toFixed(1);
 
 async function main() {
   const db = await freshDatabase("bench_ingest");
-  const server = await startServer(db.url);
+  const server = await startServer(db.url).catch(async (error: unknown) => { await db.drop(); throw error; });
   const count = new pg.Client({ connectionString: db.url });
   await count.connect();
   const stored = async () => Number((await count.query<{ n: string }>("SELECT count(*) AS n FROM inbox_entries")).rows[0]!.n);
@@ -217,7 +227,4 @@ async function main() {
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
-});
+runBench("bench:ingest", main);

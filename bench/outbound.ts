@@ -33,6 +33,7 @@ import { type ReceiverStats, type RunResult, startReceiver } from "./outbound/su
 import { measureTransport } from "./outbound/transportOnly.js";
 import { median, printTable } from "./table.js";
 import { useThrowawayEncryptionKey } from "./throwawayKey.js";
+import { runBench } from "./runBench.js";
 
 useThrowawayEncryptionKey();
 
@@ -49,10 +50,8 @@ interface Contender { name: string; kind: "ours" | "baseline" | "graphile" | "re
 // applications (bench/enqueue.ts), without any relay.
 if (process.env.BENCH_ONLY === "enqueue") {
   const { main: enqueueBench } = await import("./enqueue.js");
-  await enqueueBench().then(() => process.exit(0), (error) => {
-    console.error(`benchmark failed: ${(error as Error).stack ?? error}`);
-    process.exit(1);
-  });
+  runBench("bench:outbound (BENCH_ONLY=enqueue)", enqueueBench);
+  await new Promise(() => {}); // runBench exits; the relay bench below must not start
 }
 
 const C = CONNECTIONS;
@@ -178,7 +177,4 @@ async function main() {
   }
 }
 
-main().then(() => process.exit(0), (error) => {
-  console.error(`benchmark failed: ${(error as Error).stack ?? error}`);
-  process.exit(1);
-});
+runBench("bench:outbound", main);

@@ -1,8 +1,10 @@
 /**
  * The alert hook: every new dead letter (outbound) and quarantined inbox entry (inbound) becomes
  * an `alert.dead_letter` / `alert.inbox_quarantined` event in our own outbox, delivered signed to
- * the system subscription for ALERT_WEBHOOK_URL (and to anyone else subscribed to `alert.*`),
- * and is logged at error level.
+ * the system subscription for ALERT_WEBHOOK_URL (and to any other subscription of the platform's
+ * own application, `app_platform`, matching it), and is logged at error level. A dead letter of
+ * an application's subscription also reaches that application's subscriptions naming `alert.*`
+ * or `alert.dead_letter` (not `*`), never another application's (shared/platformEvents.ts).
  *
  * Why a poller rather than a call inside each dead-lettering transaction: the poller reads the
  * durable state (`status = 'dead'`, `status = 'quarantined'`), so it covers every path that can
@@ -20,12 +22,18 @@ import { MIN_RETENTION_DAYS } from "./retention/policy.js";
 import { runPeriodically } from "./periodic.js";
 import type { Logger } from "pino";
 import type { Database, Queryable } from "./db/port.js";
-import { createSubscription, enqueue, EventConflictError } from "./outbound/index.js";
+import { createSubscription } from "./outbound/index.js";
+import { raisePlatformEvent } from "./platformEvents.js";
+import { scanHealthTransitions } from "./operationalEvents.js";
+import { PLATFORM_APPLICATION_ID } from "./tenancy/defaults.js";
 import { openSecrets, sealSecrets } from "./crypto/subscriptionSecrets.js";
 import type { BackgroundWorker, PlatformContext } from "./context.js";
 import { recordAlert, recordDeadLetter, SPANS, withSpan } from "./telemetry/telemetry.js";
 
 export const ALERT_TYPES = { deadLetter: "alert.dead_letter", inboxQuarantined: "alert.inbox_quarantined" } as const;
+
+/** What the operator's alert subscription receives: alerts and operational events (shared/operationalEvents.ts). */
+export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*"];
 
 /** Marks the system subscription that carries alerts to ALERT_WEBHOOK_URL. */
 export const ALERT_SUBSCRIPTION_DESCRIPTION = "system: alerts to ALERT_WEBHOOK_URL";
@@ -56,43 +64,47 @@ export interface QuarantineAlert {
 export type Alert = DeadLetterAlert | QuarantineAlert;
 
 /**
- * Creates (or points at `url`) the system subscription receiving `alert.*`. Returns its id.
- * Safe to call on every start and from several processes at once.
+ * Creates (or points at `url`) the system subscription receiving `alert.*`, in the platform's own
+ * application (operator-only). Returns its id. Safe to call on every start and from several
+ * processes at once. A tenant's subscription with the same description is not it.
  */
 export async function ensureAlertSubscription(db: Database, url: string, secret?: string): Promise<string> {
   return db.transaction(async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock($1)", [ALERT_SUBSCRIPTION_LOCK]);
-    const { rows } = await tx.query<{ id: string; url: string; secrets: string[] }>(
-      "SELECT id, url, secrets FROM outbound_subscriptions WHERE description = $1 ORDER BY created_at LIMIT 1",
-      [ALERT_SUBSCRIPTION_DESCRIPTION],
+    const { rows } = await tx.query<{ id: string; url: string; secrets: string[]; event_types: string[] }>(
+      "SELECT id, url, secrets, event_types FROM outbound_subscriptions WHERE description = $1 AND application_id = $2 ORDER BY created_at LIMIT 1",
+      [ALERT_SUBSCRIPTION_DESCRIPTION, PLATFORM_APPLICATION_ID],
     );
     const existing = rows[0];
     if (!existing) {
-      const sub = await createSubscription(tx, { url, eventTypes: ["alert.*"], description: ALERT_SUBSCRIPTION_DESCRIPTION, ...(secret ? { secrets: [secret] } : {}) });
+      const sub = await createSubscription(tx, { url, eventTypes: OPERATOR_EVENT_PATTERNS, description: ALERT_SUBSCRIPTION_DESCRIPTION, applicationId: PLATFORM_APPLICATION_ID, ...(secret ? { secrets: [secret] } : {}) });
       return sub.id;
     }
     // The configuration wins: a changed URL or secret applies from the next alert on.
     // Secrets are stored encrypted (shared/crypto/subscriptionSecrets.ts): compared in clear, written sealed.
     const current = secret === undefined ? [] : openSecrets(existing.id, existing.secrets);
-    if (existing.url !== url || (secret !== undefined && !(current.length === 1 && current[0] === secret))) {
+    // Its event types follow the release (a subscription made before operational events gets them).
+    const typesChanged = existing.event_types.join(" ") !== OPERATOR_EVENT_PATTERNS.join(" ");
+    if (existing.url !== url || typesChanged || (secret !== undefined && !(current.length === 1 && current[0] === secret))) {
       await tx.query(
-        "UPDATE outbound_subscriptions SET url = $2, secrets = coalesce($3::text[], secrets), updated_at = now() WHERE id = $1",
-        [existing.id, url, secret ? sealSecrets(existing.id, [secret]) : null],
+        "UPDATE outbound_subscriptions SET url = $2, secrets = coalesce($3::text[], secrets), event_types = $4::text[], updated_at = now() WHERE id = $1",
+        [existing.id, url, secret ? sealSecrets(existing.id, [secret]) : null, OPERATOR_EVENT_PATTERNS],
       );
     }
     return existing.id;
   });
 }
 
-interface DeadRow { id: string; subscription_id: string; event_id: string; event_type: string; attempts: number; dead_reason: string | null; dead_at: Date | string; alert_id: string }
+interface DeadRow { id: string; subscription_id: string; application_id: string; event_id: string; event_type: string; attempts: number; dead_reason: string | null; dead_at: Date | string; alert_id: string }
 interface QuarantineRow { id: string; partner_name: string; partner_event_id: string; event_type: string | null; quarantine_reason: string | null; alert_id: string }
 
 /** Dead letters not yet alerted (the alert event id does not exist yet), oldest first. */
 async function unalertedDeadLetters(q: Queryable, lookbackHours: number, limit: number): Promise<DeadRow[]> {
   const { rows } = await q.query<DeadRow>(
-    `SELECT d.id, d.subscription_id, d.event_id, e.type AS event_type, d.attempts, d.dead_reason, d.dead_at, a.alert_id
+    `SELECT d.id, d.subscription_id, s.application_id, d.event_id, e.type AS event_type, d.attempts, d.dead_reason, d.dead_at, a.alert_id
      FROM outbound_deliveries d
      JOIN outbound_events e ON e.id = d.event_id
+     JOIN outbound_subscriptions s ON s.id = d.subscription_id
      CROSS JOIN LATERAL (SELECT 'alert-dl-' || md5(d.id) || '-' || d.replays AS alert_id) a
      WHERE d.status = 'dead'
        AND d.dead_at > now() - make_interval(hours => $1::int)
@@ -167,7 +179,7 @@ export async function scanForAlerts(db: Database, options: ScanOptions = {}): Pr
         reason: row.dead_reason,
         deadAt: new Date(row.dead_at).toISOString(),
       };
-      if (await raise(db, row.alert_id, alert, options)) {
+      if (await raise(db, row.alert_id, alert, options, row.application_id)) {
         recordDeadLetter("outbound");
         raised.push(alert);
       }
@@ -186,23 +198,21 @@ export async function scanForAlerts(db: Database, options: ScanOptions = {}): Pr
         raised.push(alert);
       }
     }
+    // Endpoint health changes (operational events), by the same poller on every host.
+    await scanHealthTransitions(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
     span.setAttribute("webhooks.alerts.raised", raised.length);
     return raised;
   });
 }
 
-/** Enqueues one alert; true when this call created it. Logs it at error level. */
-async function raise(db: Database, eventId: string, alert: Alert, options: ScanOptions): Promise<boolean> {
+/**
+ * Enqueues one alert for the operator (and, with `applicationId`, its copy for that application);
+ * true when this call created it. Logs it at error level. Another scanner that raced us with a
+ * reason that changed in between made it already: not created here.
+ */
+async function raise(db: Database, eventId: string, alert: Alert, options: ScanOptions, applicationId?: string): Promise<boolean> {
   const { type, ...data } = alert;
-  let created: boolean;
-  try {
-    const result = await db.transaction((tx) => enqueue(tx, { id: eventId, type, data }, { maxPayloadBytes: options.maxPayloadBytes }));
-    created = result.created;
-  } catch (error) {
-    // Another scanner raced us with a reason that changed in between: the alert exists; done.
-    if (error instanceof EventConflictError) return false;
-    throw error;
-  }
+  const created = await db.transaction((tx) => raisePlatformEvent(tx, { id: eventId, type, data, applicationId }, { maxPayloadBytes: options.maxPayloadBytes }));
   if (!created) return false;
   recordAlert(type);
   if (alert.type === ALERT_TYPES.deadLetter) {

@@ -7,6 +7,7 @@ import type { TerraformJson } from "./app.js";
 import type { Cloud } from "./artifacts.js";
 import { API_GATEWAY_REGIONS, COLD_STARTS, ELASTIC_PREMIUM_VCPUS } from "./serviceFacts.js";
 import { allResources, block, resourcesOf } from "./terraformJson.js";
+import { relayRows } from "./compareRelay.js";
 
 const CLOUDS: Cloud[] = ["aws", "azure", "gcp"];
 
@@ -63,7 +64,8 @@ function egressIp(json: TerraformJson): string {
 /** Secrets Terraform creates without a value, or with a placeholder the operator replaces. */
 function fillInByHand(cloud: Cloud, json: TerraformJson): string {
   const name = (p: string) => p.split("/").slice(1).join("/");
-  const passwords = Object.keys(json.variable ?? {}).map((v) => `TF_VAR_${v}`);
+  // A variable with a default is not the operator's to fill in (existing_generated_secrets: the deploy sets it).
+  const passwords = Object.entries((json.variable ?? {}) as Record<string, { default?: unknown }>).filter(([, v]) => v.default === undefined).map(([v]) => `TF_VAR_${v}`);
   const before = passwords.length ? `before deploy: ${passwords.join(", ")}. ` : "";
   if (cloud === "aws") {
     const versions = resourcesOf(json, "aws_secretsmanager_secret_version");
@@ -152,5 +154,6 @@ export function operationRows(stacks: Record<Cloud, TerraformJson>): [string, ..
     row("secrets in Terraform state", inState),
     row("regional availability", regions),
     row("cold start", coldStart),
+    ...relayRows(stacks, CLOUDS),
   ];
 }

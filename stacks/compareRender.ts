@@ -26,7 +26,9 @@ function summaryRows(c: Comparison): Row[] {
 }
 
 function unknownCell(line: CostLine, prices: PriceList): string {
-  const missing = line.priceIds.map((id) => prices.prices[id]!).filter((p) => p.usd === null);
+  const used = line.priceIds.map((id) => prices.prices[id]!);
+  // A price not found, or (all priced) a size the list has no figure for: the provider's pages either way.
+  const missing = used.some((p) => p.usd === null) ? used.filter((p) => p.usd === null) : used;
   return `unknown, see ${uniq(missing.map((p) => p.source.url)).join(", ") || "stacks/prices.json"}`;
 }
 
@@ -101,7 +103,8 @@ export function renderMarkdown(c: Comparison, chartFile = "comparison-cost.svg")
     "Every quantity (counts, sizes, tiers, settings) is read from the synthesized Terraform JSON, so a",
     "changed stack setting changes this page. Prices come from `stacks/prices.json`, each with its source",
     "and the date it was read (table at the end); `npm run compare -- --traffic <n>` prices your own",
-    "volume, `--json` gives the same for machines.",
+    "volume; `npm run -s compare -- --json` (or `npx webhooks compare --json`) gives the same for",
+    "machines, JSON alone on stdout (`-s` keeps npm's own banner off it), amounts in USD a month.",
     "",
     "## Money",
     "",
@@ -155,9 +158,21 @@ export function renderMarkdown(c: Comparison, chartFile = "comparison-cost.svg")
   ].join("\n");
 }
 
-/** The comparison as plain data. */
+/** USD to a hundredth of a cent: the amounts are estimates, and 186.14999999999998 is noise. */
+const money = (v: number | null): number | null => (v === null || Number.isNaN(v) ? null : Math.round(v * 1e4) / 1e4);
+const total = (t: Total) => ({ usdPerMonth: money(t.usd), unknown: t.unknown });
+
+/**
+ * The comparison as plain data. Every amount is `usdPerMonth` (or, per line, `usdPerMonthIdle` and
+ * `usdPerMonthAtTiers`): US dollars a month at list prices, rounded to 0.0001; null where a price
+ * is unknown. Traffic is webhooks a month in each direction.
+ */
 export function toJson(c: Comparison): unknown {
   return {
+    currency: c.prices.currency,
+    period: "month",
+    hoursPerMonth: c.prices.hoursPerMonth,
+    traffic: { unit: "webhooks a month in each direction", tiers: c.tiers },
     tiers: c.tiers,
     money: Object.fromEntries(
       CLOUDS.map((cloud) => {
@@ -168,10 +183,10 @@ export function toJson(c: Comparison): unknown {
           quantity: l.quantity,
           formula: l.formula,
           prices: l.priceIds,
-          idle: l.kind === "baseline" ? l.monthly(0) : null,
-          atTiers: c.tiers.map((n) => l.monthly(n)),
+          usdPerMonthIdle: l.kind === "baseline" ? money(l.monthly(0)) : null,
+          usdPerMonthAtTiers: c.tiers.map((n) => money(l.monthly(n))),
         }));
-        return [cloud, { baseline: m.baseline, atTiers: m.tiers.map((t, i) => ({ traffic: c.tiers[i], ...t })), lines }];
+        return [cloud, { baseline: total(m.baseline), atTiers: m.tiers.map((t, i) => ({ traffic: c.tiers[i], ...total(t) })), lines }];
       }),
     ),
     limits: Object.fromEntries(c.limits.map(([label, ...cells]) => [label, Object.fromEntries(CLOUDS.map((cl, i) => [cl, cells[i]]))])),
@@ -180,4 +195,3 @@ export function toJson(c: Comparison): unknown {
     assumptions: c.prices.assumptions,
   };
 }
-

@@ -5,6 +5,7 @@
  */
 import type { TerraformJson } from "./app.js";
 import type { Cloud } from "./artifacts.js";
+import { DEFAULT_TIERS } from "./compareArgs.js";
 import { limitRows } from "./compareLimits.js";
 import { operationRows } from "./compareOperations.js";
 import { loadPrices, type PriceList } from "./prices.js";
@@ -16,7 +17,6 @@ export const CLOUDS: Cloud[] = ["aws", "azure", "gcp"];
 const COMPONENTS = ["ingress", "queue", "claim-checks", "workers", "relay", "migration", "migrate", "database", "secrets", "identities", "observability", "network"];
 /** Inventory rows that say nothing to someone choosing a cloud: shown only in the folded inventory. */
 const NOISE = ["hosting", "group", "apis"];
-export const DEFAULT_TIERS = [1e6, 1e7, 1e8];
 
 export type Row = [string, ...string[]];
 

@@ -59,8 +59,16 @@ export const stackConfigSchema = z.object({
   processorTimeoutSeconds: int(10, 300).default(60),
   /** Relay timeout, seconds. Default: 120. */
   relayTimeoutSeconds: int(10, 900).default(120),
-  /** The relay runs every N minutes (its LISTEN/poll loop drains the outbox meanwhile). Default: 1. */
+  /** A relay run starts every N minutes (in `listening` mode each listens until the next has started). Default: 1. */
   relayIntervalMinutes: int(1, 60).default(1),
+  /**
+   * `listening` (default): each relay run listens (LISTEN/NOTIFY with the poll backstop) for
+   * nearly its whole timeout and runs overlap, so one always listens: deliveries within about a
+   * second, retries on time; billed for the relay's whole run time. `scheduled`: each run drains
+   * what is due and stops, and the management function wakes a run when it commits something to
+   * send; writes that bypass the API wait for the next run. See docs/functions.md.
+   */
+  relayMode: z.enum(["listening", "scheduled"]).default("listening"),
   /** Memory of each function, MiB. Default: 512. */
   functionMemoryMb: int(128, 4096).default(512),
   /** Log retention, days; one of CloudWatch's values. Default: 30. */
@@ -160,6 +168,10 @@ export function loadStackConfig(
   if (parsed.success && parsed.data.auroraMinCapacity > parsed.data.auroraMaxCapacity) {
     problems.push(`- auroraMinCapacity (${parsed.data.auroraMinCapacity}) must not exceed auroraMaxCapacity (${parsed.data.auroraMaxCapacity})`);
   }
+  if (parsed.success && parsed.data.relayMode === "listening" && parsed.data.relayTimeoutSeconds < parsed.data.relayIntervalMinutes * 60 + RELAY_OVERLAP_SECONDS) {
+    const least = parsed.data.relayIntervalMinutes * 60 + RELAY_OVERLAP_SECONDS;
+    problems.push(`- relayTimeoutSeconds (${parsed.data.relayTimeoutSeconds}) must be at least relayIntervalMinutes × 60 + ${RELAY_OVERLAP_SECONDS} (${least}) with relayMode "listening": a run must still listen when the next starts. Raise relayTimeoutSeconds, lower relayIntervalMinutes, or set relayMode "scheduled"`);
+  }
   if (problems.length > 0 || !parsed.success) {
     throw new StackConfigError(
       `Invalid stack configuration:\n${problems.join("\n")}\nFix cdktf.json (context.webhooks) or the WEBHOOKS_* environment variables.`,
@@ -184,6 +196,29 @@ export function readContext(cdktfJsonPath = "cdktf.json", env: Record<string, st
     throw new StackConfigError("context.webhooks in cdktf.json must be an object of stack settings (see docs/clouds.md)");
   }
   return webhooks as Record<string, unknown>;
+}
+
+/**
+ * Least time a listening run's timeout exceeds the interval: the run stops listening up to 30 s
+ * (the budget's margin) plus 15 s (the pass reserve: attempt timeout + 5 s) before its timeout,
+ * and must still listen 15 s after the next run started (that run's cold start and first claim).
+ */
+export const RELAY_OVERLAP_SECONDS = 60;
+
+/**
+ * How the listening relay runs on AWS and GCP: a run every `intervalSeconds`, each lasting up to
+ * `timeoutSeconds`, so at most `runsAtOnce` at a time (ceil(timeout / interval)); in scheduled
+ * mode, one (a run stops when idle, well within the interval). Azure runs two timers instead
+ * (azureRelayTiming).
+ */
+export function relayRuns(config: Pick<StackConfig, "relayMode" | "relayTimeoutSeconds" | "relayIntervalMinutes">): { intervalSeconds: number; timeoutSeconds: number; runsAtOnce: number } {
+  const intervalSeconds = config.relayIntervalMinutes * 60;
+  return { intervalSeconds, timeoutSeconds: config.relayTimeoutSeconds, runsAtOnce: config.relayMode === "listening" ? Math.ceil(config.relayTimeoutSeconds / intervalSeconds) : 1 };
+}
+
+/** A relay run's database pool: a listening run holds one connection for LISTEN, and claims and writes beside it. */
+export function relayPoolSize(config: Pick<StackConfig, "relayMode">): number {
+  return config.relayMode === "listening" ? 3 : 2;
 }
 
 /** Seconds a relay run may drain before returning: its timeout less a margin to finish cleanly. */

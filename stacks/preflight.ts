@@ -1,14 +1,18 @@
 /**
  * What `cdktf deploy` needs that synth does not: a Terraform-compatible binary, cloud
  * credentials, the built functions and, for Azure and GCP, the database password variable.
- * Checked up front, from the environment and files only (no network, no cloud call), so a
- * missing piece is named before Terraform starts.
+ * Checked up front, from the environment, files and the binary's own version (no network, no
+ * cloud call), so a missing piece is named before Terraform starts. The credentials are then
+ * tried with one read-only call per cloud (stacks/preflightCalls.ts).
  */
-import { accessSync, constants, existsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { ArtifactsMissingError, type Cloud, resolveArtifacts } from "./artifacts.js";
 import { loadStackConfig, readContext } from "./config.js";
+import { onPath } from "./onPath.js";
+import { checkCredentials } from "./preflightCalls.js";
 
 export interface PreflightInput {
   env: Record<string, string | undefined>;
@@ -28,19 +32,33 @@ export interface PreflightResult {
   binary?: "terraform" | "tofu";
 }
 
-/** Finds an executable on the PATH of `env`. */
-export function onPath(name: string, env: Record<string, string | undefined>): string | undefined {
-  for (const dir of (env.PATH ?? "").split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
+export { onPath } from "./onPath.js";
+
+/** Write-only arguments (`secret_string_wo`, …) arrived in Terraform 1.11 (and OpenTofu 1.11). */
+export const MIN_TERRAFORM = [1, 11] as const;
+
+/** `1.11.4` ≥ [1, 11]. Pre-release suffixes (`1.12.0-beta1`) count as their version. */
+export function atLeast(version: string, min: readonly number[]): boolean {
+  const parts = version.split(/[.-]/).map((p) => Number.parseInt(p, 10));
+  for (let i = 0; i < min.length; i++) {
+    const v = parts[i] ?? 0;
+    if (Number.isNaN(v)) return false;
+    if (v !== min[i]) return v > min[i]!;
   }
-  return undefined;
+  return true;
+}
+
+/** `terraform version -json` (OpenTofu answers the same shape): the version, or why it could not be read. */
+export function binaryVersion(path: string, env: Record<string, string | undefined>): string | { error: string } {
+  const run = spawnSync(path, ["version", "-json"], { env: { ...env, CHECKPOINT_DISABLE: "1" }, encoding: "utf8", timeout: 30_000 });
+  if (run.error) return { error: run.error.message };
+  try {
+    const version = (JSON.parse(run.stdout) as { terraform_version?: unknown }).terraform_version;
+    if (typeof version === "string" && /^\d+\.\d+/.test(version)) return version;
+  } catch {
+    // not JSON: said below
+  }
+  return { error: `exit ${run.status}, no terraform_version in its output${run.stderr ? `: ${run.stderr.trim().split("\n")[0]}` : ""}` };
 }
 
 const set = (env: Record<string, string | undefined>, ...names: string[]) => names.every((n) => (env[n] ?? "") !== "");
@@ -91,8 +109,12 @@ export function preflight(cloud: Cloud, input: PreflightInput): PreflightResult 
   const terraform = onPath("terraform", env);
   const tofu = onPath("tofu", env);
   const binary = terraform ? "terraform" : tofu ? "tofu" : undefined;
-  if (binary) found.push(`${binary} (${terraform ?? tofu})`);
-  else missing.push("no `terraform` or `tofu` on PATH: install Terraform ≥ 1.11 or OpenTofu ≥ 1.11 (cdktf deploy runs it; the stacks write their generated secrets through write-only arguments)");
+  if (binary) {
+    const version = binaryVersion(terraform ?? tofu!, env);
+    if (typeof version !== "string") missing.push(`could not read the version of ${terraform ?? tofu} (\`${binary} version -json\`: ${version.error}); the stacks need ${binary} ≥ ${MIN_TERRAFORM.join(".")}`);
+    else if (!atLeast(version, MIN_TERRAFORM)) missing.push(`${binary} ${version} on PATH (${terraform ?? tofu}) is too old: the stacks write their generated secrets through write-only arguments, which need ${binary === "tofu" ? "OpenTofu" : "Terraform"} ≥ ${MIN_TERRAFORM.join(".")}; install a newer one or put it first on PATH`);
+    else found.push(`${binary} ${version} (${terraform ?? tofu})`);
+  } else missing.push("no `terraform` or `tofu` on PATH: install Terraform ≥ 1.11 or OpenTofu ≥ 1.11 (cdktf deploy runs it; the stacks write their generated secrets through write-only arguments)");
 
   const credentials = { aws: awsCredentials, azure: azureCredentials, gcp: gcpCredentials }[cloud](env, home);
   if (credentials) found.push(credentials);
@@ -112,10 +134,10 @@ export function preflight(cloud: Cloud, input: PreflightInput): PreflightResult 
     else if (app === env.TF_VAR_db_admin_password) missing.push("TF_VAR_db_app_password equals TF_VAR_db_admin_password: give the functions' role a password of its own");
   }
   if (cloud === "gcp") {
-    // The deploy's migrate step runs the stack's Cloud Scheduler job (stacks/postDeploy.ts).
+    // The deploy's migrate step calls the migrate function with gcloud's identity token (stacks/postDeploy.ts).
     const gcloud = onPath("gcloud", env);
     if (gcloud) found.push(`gcloud (${gcloud})`);
-    else missing.push("no `gcloud` on PATH: the deploy runs the migrate job with it after cdktf deploy (install the Google Cloud CLI)");
+    else missing.push("no `gcloud` on PATH: the deploy calls the migrate function with it after cdktf deploy (install the Google Cloud CLI)");
     const project = loadStackConfig(readContext(input.cdktfJson ?? "cdktf.json", env), env).gcpProject;
     if (project === "webhooks-example") missing.push("no GCP project chosen: set WEBHOOKS_GCP_PROJECT (or context.webhooks.gcpProject in cdktf.json)");
     else found.push(`GCP project ${project}`);
@@ -134,6 +156,19 @@ export function preflight(cloud: Cloud, input: PreflightInput): PreflightResult 
   return { ok: missing.length === 0, missing, found, binary };
 }
 
+/**
+ * The whole preflight of `npm run deploy`: the offline checks, then (when they found
+ * credentials) the one read-only call that tries them (stacks/preflightCalls.ts). A refused call
+ * is a missing piece like any other.
+ */
+export async function deployPreflight(cloud: Cloud, input: PreflightInput): Promise<PreflightResult> {
+  const result = preflight(cloud, input);
+  if (result.missing.some((m) => m.startsWith(`no ${{ aws: "AWS", azure: "Azure", gcp: "GCP" }[cloud]} credentials`))) return result;
+  const check = await checkCredentials(cloud, input);
+  if (check.outcome === "refused") return { ...result, ok: false, missing: [...result.missing, `credentials refused: ${check.what}`] };
+  return { ...result, found: [...result.found, check.what] };
+}
+
 /** The message a user reads. */
 export function describePreflight(cloud: Cloud, result: PreflightResult): string {
   if (result.ok) return `Ready to deploy ${cloud}: ${result.found.join("; ")}.`;
@@ -144,10 +179,10 @@ export function describePreflight(cloud: Cloud, result: PreflightResult): string
 if (import.meta.url === (await import("node:url")).pathToFileURL(process.argv[1] ?? "").href) {
   const cloud = process.argv[2];
   if (cloud !== "aws" && cloud !== "azure" && cloud !== "gcp") {
-    console.error("usage: tsx stacks/preflight.ts <aws|azure|gcp>");
+    console.error(`usage: npm run preflight -- <aws|azure|gcp>${cloud === undefined ? "" : ` (not ${JSON.stringify(cloud)})`}`);
     process.exit(2);
   }
-  const result = preflight(cloud, { env: process.env });
+  const result = await deployPreflight(cloud, { env: process.env });
   console.log(describePreflight(cloud, result));
   process.exitCode = result.ok ? 0 : 1;
 }

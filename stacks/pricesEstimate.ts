@@ -57,6 +57,20 @@ function helpers(list: PriceList) {
 }
 
 type Helpers = ReturnType<typeof helpers>;
+
+/** Prices that hold for one size only (a SKU, a machine type): the price id of each size priced. */
+const POSTGRES_SKU_PRICES: Record<string, string> = { B_Standard_B1ms: "azure.postgresB1msHour" };
+const CONNECTOR_MACHINE_PRICES: Record<string, string> = { "e2-micro": "gcp.connectorE2MicroHour" };
+
+/**
+ * The price of the size the stack chose, or unknown naming that size: a figure for one SKU is
+ * never applied to another. The first id stands for the line's source when the size is unpriced.
+ */
+function priceFor(h: Helpers, bySize: Record<string, string>, size: string): { id: string; priced: boolean; usd: number | null; show: string } {
+  const id = bySize[size];
+  if (id) return { id, priced: true, usd: h.usd(id), show: h.show(id) };
+  return { id: Object.values(bySize)[0]!, priced: false, usd: null, show: `unknown (${size}: no price in stacks/prices.json)` };
+}
 const line = (l: CostLine) => l;
 
 /** Bytes one webhook puts through the NAT and out to the internet (body + HTTP overhead). */
@@ -66,6 +80,19 @@ const deliveryBytes = (h: Helpers) => h.a("payloadBytes") + h.a("httpOverheadByt
 function ticksPerMonth(h: Helpers, expression: string | undefined): number {
   const minutes = Number(/rate\((\d+) minutes?\)/.exec(expression ?? "")?.[1] ?? /^\*\/(\d+) /.exec(expression ?? "")?.[1] ?? 1);
   return (h.H * 60) / minutes;
+}
+
+/**
+ * Seconds one relay run is billed for (issue 24). A listening run (WEBHOOKS_RELAY_MODE=listening)
+ * listens until its budget less the pass reserve (the attempt timeout, 10 s by default, + 5 s),
+ * then finishes what it holds: billed for about that whole time whether or not anything is sent.
+ * A scheduled run drains and stops: `relayIdleSeconds` when idle (the deliveries are the traffic lines).
+ */
+const LISTENING_RESERVE_SECONDS = 15;
+function relayRun(h: Helpers, variables: Record<string, string> | undefined, budgetSeconds: number): { seconds: number; listening: boolean; label: string } {
+  const listening = variables?.WEBHOOKS_RELAY_MODE === "listening";
+  if (!listening) return { seconds: h.a("relayIdleSeconds"), listening, label: "Relay ticks (idle runs)" };
+  return { seconds: Math.max(0, budgetSeconds - LISTENING_RESERVE_SECONDS), listening, label: "Relay runs (listening: billed for the whole run)" };
 }
 
 function awsLines(json: TerraformJson, h: Helpers): CostLine[] {
@@ -83,6 +110,8 @@ function awsLines(json: TerraformJson, h: Helpers): CostLine[] {
   const relay = at(json, "aws_lambda_function", "relay");
   const batch = Number(resourcesOf(json, "aws_lambda_event_source_mapping")[0]?.body.batch_size ?? 1);
   const ticks = ticksPerMonth(h, String(resourcesOf(json, "aws_scheduler_schedule")[0]?.body.schedule_expression ?? ""));
+  // On Lambda the budget is the function's timeout (the run reads getRemainingTimeInMillis).
+  const run = relayRun(h, block(relay?.body.environment).variables as Record<string, string> | undefined, Number(relay?.body.timeout ?? 0));
   const gbs = usd("aws.lambdaArmGbSecond");
   const req = usd("aws.lambdaRequestsMillion");
   const chunks = Math.ceil(a("payloadBytes") / 65_536);
@@ -103,12 +132,12 @@ function awsLines(json: TerraformJson, h: Helpers): CostLine[] {
     line({ item: "Secrets Manager", kind: "baseline", quantity: `${secrets} secrets (incl. RDS-managed master)`, formula: `${secrets} × ${show("aws.secretMonth")}`, priceIds: ["aws.secretMonth"], monthly: () => times(secrets, usd("aws.secretMonth")) }),
     line({ item: "CloudWatch alarms", kind: "baseline", quantity: `${alarms} aws_cloudwatch_metric_alarm`, formula: `${alarms} × ${show("aws.alarmMonth")}`, priceIds: ["aws.alarmMonth"], monthly: () => times(alarms, usd("aws.alarmMonth")) }),
     line({
-      item: "Relay ticks (idle runs)",
+      item: run.label,
       kind: "baseline",
-      quantity: `${ticks} runs/month, ${gb(relay) * 1024} MB`,
-      formula: `${ticks} × (${show("aws.lambdaRequestsMillion")}/M + ${gb(relay)} GB × ${a("relayIdleSeconds")} s × ${show("aws.lambdaArmGbSecond")}/GB-s)`,
+      quantity: `${ticks} runs/month × ${run.seconds} s, ${gb(relay) * 1024} MB`,
+      formula: `${ticks} × (${show("aws.lambdaRequestsMillion")}/M + ${gb(relay)} GB × ${run.seconds} s × ${show("aws.lambdaArmGbSecond")}/GB-s)`,
       priceIds: ["aws.lambdaRequestsMillion", "aws.lambdaArmGbSecond"],
-      monthly: () => times(ticks, sum(times(req, 1e-6), times(gb(relay), a("relayIdleSeconds"), gbs))),
+      monthly: () => times(ticks, sum(times(req, 1e-6), times(gb(relay), run.seconds, gbs))),
     }),
     line({ item: "EventBridge Scheduler", kind: "baseline", quantity: `${ticks} invocations/month`, formula: `${ticks} × ${show("aws.schedulerInvocationsMillion")}/M`, priceIds: ["aws.schedulerInvocationsMillion"], monthly: () => times(ticks, 1e-6, usd("aws.schedulerInvocationsMillion")) }),
     line({ item: "API Gateway (HTTP API)", kind: "traffic", quantity: "1 request per inbound webhook", formula: `N × ${show("aws.httpApiRequestsMillion")}/M`, priceIds: ["aws.httpApiRequestsMillion"], monthly: (n) => times(n, 1e-6, usd("aws.httpApiRequestsMillion")) }),
@@ -153,6 +182,8 @@ function azureLines(json: TerraformJson, h: Helpers): CostLine[] {
   const pg = resourcesOf(json, "azurerm_postgresql_flexible_server")[0];
   const pgGb = Number(pg?.body.storage_mb ?? 0) / 1024;
   const pgHa = pg?.body.high_availability ? 2 : 1;
+  const pgSku = String(pg?.body.sku_name ?? "?");
+  const pgCompute = priceFor(h, POSTGRES_SKU_PRICES, pgSku);
   const bus = resourcesOf(json, "azurerm_servicebus_namespace")[0];
   const busSku = String(bus?.body.sku ?? "?");
   const busy = a("ingestSeconds") + a("processorSecondsPerMessage") + a("relaySecondsPerDelivery");
@@ -162,7 +193,7 @@ function azureLines(json: TerraformJson, h: Helpers): CostLine[] {
     line({ item: `Functions plan (${sku})`, kind: "baseline", quantity: `azurerm_service_plan ${sku}, ≥ ${instances} instance always billed`, formula: `${instances} × ${H} h × ${planShow}/h`, priceIds: ["azure.ep1InstanceHour"], monthly: () => times(instances, H, planPrice) }),
     line({ item: "NAT gateway", kind: "baseline", quantity: `${nat} azurerm_nat_gateway`, formula: `${nat} × ${H} h × ${show("azure.natGatewayHour")}/h`, priceIds: ["azure.natGatewayHour"], monthly: () => times(nat, H, usd("azure.natGatewayHour")) }),
     line({ item: "Public IP (NAT)", kind: "baseline", quantity: `${ips} azurerm_public_ip (Standard, static)`, formula: `${ips} × ${show("azure.publicIpMonth")}/month`, priceIds: ["azure.publicIpMonth"], monthly: () => times(ips, usd("azure.publicIpMonth")) }),
-    line({ item: "PostgreSQL Flexible Server", kind: "baseline", quantity: `${pg?.body.sku_name}${pgHa > 1 ? " + HA standby" : ""}`, formula: `${pgHa} × ${H} h × ${show("azure.postgresComputeHour")}/h`, priceIds: ["azure.postgresComputeHour"], monthly: () => times(pgHa, H, usd("azure.postgresComputeHour")) }),
+    line({ item: "PostgreSQL Flexible Server", kind: "baseline", quantity: `${pgSku}${pgHa > 1 ? " + HA standby" : ""}`, formula: `${pgHa} × ${H} h × ${pgCompute.show}/h${pgCompute.priced ? ` (${pgSku})` : ""}`, priceIds: [pgCompute.id], monthly: () => times(pgHa, H, pgCompute.usd) }),
     line({ item: "PostgreSQL storage (provisioned)", kind: "baseline", quantity: `storage_mb ${pg?.body.storage_mb}`, formula: `${pgGb} GB × ${show("azure.postgresStorageGbMonth")}/GB-month`, priceIds: ["azure.postgresStorageGbMonth"], monthly: () => times(pgGb, usd("azure.postgresStorageGbMonth")) }),
     line({ item: `Service Bus ${busSku} base`, kind: "baseline", quantity: `azurerm_servicebus_namespace sku ${busSku}`, formula: busSku === "Standard" ? `${H} h × ${show("azure.serviceBusStandardBaseHour")}/h (13 M operations included)` : `${busSku} tier: price not in stacks/prices.json`, priceIds: ["azure.serviceBusStandardBaseHour"], monthly: () => (busSku === "Standard" ? times(H, usd("azure.serviceBusStandardBaseHour")) : null) }),
     line({
@@ -195,6 +226,8 @@ function gcpLines(json: TerraformJson, h: Helpers): CostLine[] {
   const disk = Number(settings.disk_size ?? 10);
   const connector = resourcesOf(json, "google_vpc_access_connector")[0];
   const vms = Number(connector?.body.min_instances ?? 0);
+  const machine = String(connector?.body.machine_type ?? "?");
+  const connectorVm = priceFor(h, CONNECTOR_MACHINE_PRICES, machine);
   const nats = count(json, "google_compute_router_nat");
   const natIps = count(json, "google_compute_address");
   const jobs = count(json, "google_cloud_scheduler_job");
@@ -211,6 +244,8 @@ function gcpLines(json: TerraformJson, h: Helpers): CostLine[] {
   const processor = compute("workers");
   const relay = compute("relay");
   const ticks = ticksPerMonth(h, String(resourcesOf(json, "google_cloud_scheduler_job").find((j) => j.component === "relay")?.body.schedule ?? ""));
+  const relayVariables = fn("relay").environment_variables as Record<string, string> | undefined;
+  const run = relayRun(h, relayVariables, Number(relayVariables?.WEBHOOKS_RELAY_BUDGET_SECONDS ?? 0));
   const rate = (c: ReturnType<typeof compute>) => `(${c.cpu} vCPU × ${show("gcp.runVcpuSecond")} + ${+c.gib.toFixed(3)} GiB × ${show("gcp.runGibSecond")})`;
   const bytes = deliveryBytes(h);
   const pubsubBytes = 2 * Math.max(1000, a("payloadBytes"));
@@ -224,18 +259,18 @@ function gcpLines(json: TerraformJson, h: Helpers): CostLine[] {
       monthly: () => (shape ? times(copies, H, sum(times(shape.vcpus, usd("gcp.cloudSqlVcpuHour")), times(shape.memoryGb, usd("gcp.cloudSqlMemoryGbHour")))) : null),
     }),
     line({ item: "Cloud SQL storage", kind: "baseline", quantity: `${disk} GB${settings.disk_size ? "" : " (Cloud SQL's default disk)"}`, formula: `${copies} × ${disk} GB × ${show("gcp.cloudSqlStorageGbMonth")}/GB-month`, priceIds: ["gcp.cloudSqlStorageGbMonth"], monthly: () => times(copies, disk, usd("gcp.cloudSqlStorageGbMonth")) }),
-    line({ item: "Serverless VPC Access connector", kind: "baseline", quantity: `min_instances ${vms} × ${connector?.body.machine_type}`, formula: `${vms} × ${H} h × ${show("gcp.connectorVmHour")}/h`, priceIds: ["gcp.connectorVmHour"], monthly: () => times(vms, H, usd("gcp.connectorVmHour")) }),
+    line({ item: "Serverless VPC Access connector", kind: "baseline", quantity: `min_instances ${vms} × ${machine}`, formula: `${vms} × ${H} h × ${connectorVm.show}/h${connectorVm.priced ? ` (${machine})` : ""}`, priceIds: [connectorVm.id], monthly: () => times(vms, H, connectorVm.usd) }),
     line({ item: "Cloud NAT gateway", kind: "baseline", quantity: `${nats} google_compute_router_nat serving ${vms} connector VMs`, formula: `${nats} × ${vms} VMs × ${H} h × ${show("gcp.natVmHour")}/VM-h`, priceIds: ["gcp.natVmHour"], monthly: () => times(nats, vms, H, usd("gcp.natVmHour")) }),
     line({ item: "NAT static IP", kind: "baseline", quantity: `${natIps} google_compute_address`, formula: `${natIps} × ${H} h × ${show("gcp.natIpHour")}/h`, priceIds: ["gcp.natIpHour"], monthly: () => times(natIps, H, usd("gcp.natIpHour")) }),
     line({ item: "Cloud Scheduler jobs", kind: "baseline", quantity: `${jobs} google_cloud_scheduler_job`, formula: `${jobs} × ${show("gcp.schedulerJobMonth")}`, priceIds: ["gcp.schedulerJobMonth"], monthly: () => times(jobs, usd("gcp.schedulerJobMonth")) }),
     line({ item: "Secret Manager versions", kind: "baseline", quantity: `${versions} google_secret_manager_secret_version`, formula: `${versions} × ${show("gcp.secretVersionMonth")}`, priceIds: ["gcp.secretVersionMonth"], monthly: () => times(versions, usd("gcp.secretVersionMonth")) }),
     line({
-      item: "Relay ticks (idle runs)",
+      item: run.label,
       kind: "baseline",
-      quantity: `${ticks} runs/month, ${relay.memory}`,
-      formula: `${ticks} × (${show("gcp.runRequestsMillion")}/M + ${a("relayIdleSeconds")} s × ${rate(relay)})`,
+      quantity: `${ticks} runs/month × ${run.seconds} s, ${relay.memory}`,
+      formula: `${ticks} × (${show("gcp.runRequestsMillion")}/M + ${run.seconds} s × ${rate(relay)})`,
       priceIds: ["gcp.runRequestsMillion", "gcp.runVcpuSecond", "gcp.runGibSecond"],
-      monthly: () => times(ticks, sum(times(usd("gcp.runRequestsMillion"), 1e-6), times(a("relayIdleSeconds"), relay.perSecond))),
+      monthly: () => times(ticks, sum(times(usd("gcp.runRequestsMillion"), 1e-6), times(run.seconds, relay.perSecond))),
     }),
     line({ item: "API Gateway calls", kind: "traffic", quantity: "1 call per inbound webhook", formula: `N × ${show("gcp.apiGatewayCallsMillion")}/M`, priceIds: ["gcp.apiGatewayCallsMillion"], monthly: (n) => times(n, 1e-6, usd("gcp.apiGatewayCallsMillion")) }),
     line({

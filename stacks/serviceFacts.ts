@@ -113,6 +113,17 @@ export const CLOUD_RUN_FUNCTION_CPU: Fact<Record<string, number>> = {
   source: "Cloud Run functions, Configure memory and vCPU limits (cloud.google.com/functions/docs/configuring/memory)",
 };
 
+/**
+ * Cloud Run functions: an instance serving more than one request at once needs at least this many
+ * vCPU. The provider does not check it; the API refuses the function ("Setting a concurrency value
+ * greater than 1 requires a function to have 1 or more vCPUs"), and with it everything that
+ * depends on the function.
+ */
+export const CLOUD_RUN_CONCURRENCY_MIN_CPU: Fact<number> = {
+  value: 1,
+  source: "Cloud Run functions, Configure concurrency (cloud.google.com/functions/docs/configuring/concurrency), read 2026-12-01",
+};
+
 /** Regions a GCP API Gateway gateway can be deployed to. */
 export const API_GATEWAY_REGIONS: Fact<string[]> = {
   value: ["asia-northeast1", "australia-southeast1", "europe-west1", "europe-west2", "us-east1", "us-east4", "us-central1", "us-west2", "us-west3", "us-west4"],

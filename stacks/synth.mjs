@@ -9,7 +9,7 @@
  * (ours or a dependency's) is newer than it.
  */
 import { buildSync } from "esbuild";
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -44,3 +44,12 @@ if (!upToDate()) {
   writeFileSync(inputsFile, JSON.stringify(Object.keys(metafile.inputs).map((file) => resolve(root, file))));
 }
 await import(pathToFileURL(outfile).href);
+
+// Say what was written and what comes next: a silent success looked like nothing had happened.
+// (A synth that failed has exited already, with its reason.)
+const stacksDir = join(resolve(root, process.env.CDKTF_OUTDIR ?? "cdktf.out"), "stacks");
+const written = existsSync(stacksDir) ? readdirSync(stacksDir).filter((name) => existsSync(join(stacksDir, name, "cdk.tf.json"))).sort() : [];
+if (written.length > 0) {
+  console.log(`Synthesized ${written.join(", ")} into ${stacksDir}/<stack>/cdk.tf.json.`);
+  console.log("Next: npm run preflight -- <aws|azure|gcp>, then npm run deploy -- <aws|azure|gcp> (docs/deploy.md).");
+}

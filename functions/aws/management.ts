@@ -11,6 +11,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from "aws-lambda";
 import { invalidSettings, managementHostFor, type ManagementHost } from "../../shared/cloud/management.js";
 import { serializeResponse, type RawRequest, type RequestHeaders } from "../../shared/server/core.js";
+import type { RelayWaker } from "../../shared/cloud/relayWake.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
 type ProxyEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
@@ -69,9 +70,24 @@ function resultOf(method: string, response: Awaited<ReturnType<ManagementHost["h
   };
 }
 
+/**
+ * Scheduled mode: the stack names the relay function, and a write that makes deliveries due wakes
+ * it (functions/aws/wakeRelay.ts, loaded on the first wake-up). Listening mode names none: a run
+ * always listens.
+ */
+function relayWakeUp(runtime: AwsRuntime): (() => Promise<void>) | undefined {
+  const name = runtime.settings.WEBHOOKS_RELAY_FUNCTION;
+  if (!name) return undefined;
+  let waker: Promise<RelayWaker> | undefined;
+  return async () => {
+    waker ??= import("./wakeRelay.js").then((m) => m.lambdaRelayWaker(name));
+    await (await waker).wake();
+  };
+}
+
 export async function handleManagement(runtime: AwsRuntime, event: ProxyEvent): Promise<APIGatewayProxyResult> {
   const request = rawRequestOf(event, runtime.settings.WEBHOOKS_MANAGEMENT_BASE_PATH);
-  const host = managementHostFor(runtime, { tokenSetting: "WEBHOOKS_ADMIN_TOKEN_SECRET_ARN", cap: AWS_MANAGEMENT_BODY_CAP });
+  const host = managementHostFor(runtime, { tokenSetting: "WEBHOOKS_ADMIN_TOKEN_SECRET_ARN", cap: AWS_MANAGEMENT_BODY_CAP, wakeRelay: relayWakeUp(runtime) });
   return resultOf(request.method, await host.handle(request));
 }
 

@@ -47,6 +47,12 @@ export async function settleOnSqs(runtime: AwsRuntime, message: ReceivedMessage,
       return;
     }
     case "fail":
+      // Once the inbox holds the entry, the inbox owns its retries (INBOX_RETRY_SCHEDULE, run by the
+      // relay's inbox sweep, then quarantine), as locally and on Azure: the message is acked.
+      if (verdict.inboxId) {
+        runtime.logger.warn({ messageId: message.id, inboxId: verdict.inboxId, reason: verdict.reason }, "processing failed; the inbox retries the entry on its schedule");
+        return;
+      }
       throw new RetryLater(verdict.reason);
   }
 }

@@ -1,17 +1,21 @@
 /**
- * AWS relay: EventBridge Scheduler → raise alerts (new dead letters, quarantined inbox entries;
- * signed to ALERT_WEBHOOK_URL when the stack sets it), drain due outbox deliveries and the inbox
- * entries the queue does not hold (deferrals), until 15 s before the Lambda timeout, then stop.
+ * AWS relay: EventBridge Scheduler (or, in scheduled mode, the management function's wake-up) →
+ * raise alerts (new dead letters, quarantined inbox entries; signed to ALERT_WEBHOOK_URL when the
+ * stack sets it), deliver due outbox deliveries and the inbox entries the queue does not hold:
+ * listening until 15 s before the Lambda timeout (`listening` mode), or until idle (`scheduled`).
  */
 import type { Context } from "aws-lambda";
 import type { DrainSummary } from "../../shared/cloud/drainOutbox.js";
 import { runScheduledRelay } from "../../shared/cloud/relay.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
-export async function handleRelay(runtime: AwsRuntime, remainingMs: () => number): Promise<DrainSummary> {
+export async function handleRelay(runtime: AwsRuntime, remainingMs: () => number, event?: unknown): Promise<DrainSummary> {
   const db = await runtime.database();
-  return runScheduledRelay(db, await runtime.relayTuning(), runtime.logger, remainingMs);
+  return runScheduledRelay(db, await runtime.relayTuning(), runtime.logger, remainingMs, { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken: isWakeUp(event) });
 }
 
-export const handler = (_event: unknown, context: Context): Promise<DrainSummary> =>
-  handleRelay(awsRuntime(), () => context.getRemainingTimeInMillis());
+/** The management function's wake-up (functions/aws/wakeRelay.ts) sends `{"wake": true}`; the schedule sends `{}`. */
+export const isWakeUp = (event: unknown): boolean => typeof event === "object" && event !== null && (event as { wake?: unknown }).wake === true;
+
+export const handler = (event: unknown, context: Context): Promise<DrainSummary> =>
+  handleRelay(awsRuntime(), () => context.getRemainingTimeInMillis(), event);

@@ -18,7 +18,7 @@ import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
 import { databaseTlsShape, openCloudDatabase } from "../../shared/cloud/database.js";
 import { once } from "../../shared/cloud/once.js";
-import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, managementBasePath, poolSize, readSettings, relayMode } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 import { installEncryptionKeys } from "../../shared/cloud/encryptionKeys.js";
 import type { Keyring } from "../../shared/crypto/keyring.js";
@@ -51,6 +51,10 @@ const shape = {
   WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: z.optional(z.string().check(z.minLength(1))),
   /** Where the ingress mounts the management API (e.g. `/api`); absent: at the root. */
   WEBHOOKS_MANAGEMENT_BASE_PATH: z.optional(managementBasePath),
+  /** The relay's mode (stack key `relayMode`): `listening` (default) or `scheduled`. */
+  WEBHOOKS_RELAY_MODE: relayMode,
+  /** Scheduled mode, the management function: the relay function it wakes (asynchronous Invoke) after a send. */
+  WEBHOOKS_RELAY_FUNCTION: z.optional(z.string().check(z.minLength(1))),
 };
 
 export type AwsSettings = ReturnType<typeof readAwsSettings>;

@@ -1,6 +1,6 @@
 import { app, type HttpRequest } from "@azure/functions";
 import { ingestHttp } from "./handlers.js";
-import { queueAndClaimChecks } from "./connections.js";
+import { queueAndClaimChecks } from "./claimChecks.js";
 import { azureRuntime } from "./runtime.js";
 
 /** The registered handler, exported too so the bundle can be driven outside the host (bench/functions.ts). */

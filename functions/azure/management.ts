@@ -4,7 +4,8 @@ import { azureRuntime } from "./runtime.js";
 
 /**
  * The registered handler, exported too so the bundle can be driven outside the host. Its runtime
- * has no connectors: the management API reads and writes the database only.
+ * has no connectors: the management API reads and writes the database, and in scheduled mode
+ * sends the relay's wake-ups (managementHttp.ts, the Service Bus client loaded on the first).
  */
 export const handler = (request: HttpRequest) => managementHttpWith(() => azureRuntime(), request);
 

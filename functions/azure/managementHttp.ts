@@ -8,6 +8,8 @@ import type { HttpRequest, HttpResponseInit } from "@azure/functions";
 import { invalidSettings, managementHostFor } from "../../shared/cloud/management.js";
 import { serializeResponse, type RawRequest, type Response } from "../../shared/server/core.js";
 import type { AzureRuntime } from "./runtime.js";
+import { coalescedWaker, type RelayWaker } from "../../shared/cloud/relayWake.js";
+import { openServiceBusQueue } from "./connections.js";
 
 /**
  * What a management request may carry on Azure. The Functions host takes up to 100 MB; the API's
@@ -28,9 +30,26 @@ export function responseInitOf(method: string, response: Response): HttpResponse
   return { status, headers, body };
 }
 
+/**
+ * Scheduled mode: the stack names the wake-up queue, which the relay app's `relayWake` trigger
+ * reads; a write that makes deliveries due sends `{"wake": true}` to it (coalesced,
+ * shared/cloud/relayWake.ts), with the app's managed identity (Azure Service Bus Data Sender on
+ * that queue alone). The queue's one-minute TTL drops a wake-up no relay took meanwhile.
+ */
+function relayWakeUp(runtime: AzureRuntime): (() => Promise<void>) | undefined {
+  const queueName = runtime.settings.WEBHOOKS_RELAY_WAKE_QUEUE;
+  if (!queueName) return undefined;
+  let waker: Promise<RelayWaker> | undefined;
+  return async () => {
+    waker ??= openServiceBusQueue(runtime.settings, queueName).then((queue) =>
+      coalescedWaker(async () => { await queue.send({ body: JSON.stringify({ wake: true }) }); }));
+    await (await waker).wake();
+  };
+}
+
 export async function managementHttp(runtime: AzureRuntime, request: HttpRequest): Promise<HttpResponseInit> {
   const raw = await rawRequestOf(request, runtime.settings.WEBHOOKS_MANAGEMENT_BASE_PATH);
-  const host = managementHostFor(runtime, { tokenSetting: "ADMIN_TOKEN", cap: AZURE_MANAGEMENT_BODY_CAP });
+  const host = managementHostFor(runtime, { tokenSetting: "ADMIN_TOKEN", cap: AZURE_MANAGEMENT_BODY_CAP, wakeRelay: relayWakeUp(runtime) });
   return responseInitOf(raw.method, await host.handle(raw));
 }
 

@@ -7,8 +7,11 @@
  * applies the migrations and makes the application role of DATABASE_URL (webhooks_app) with
  * that URL's password: the password lives in one secret only. Idempotent and safe concurrently
  * (prepareDatabase serialises runs); a failure is logged and thrown, and the next tick retries.
+ * A timer answers no one, so the deploy (stacks/postDeploy.ts) runs the same step through
+ * `POST /api/migrate`, open to the app's master key only, and reads the answer: 200 with what was
+ * applied, or 500 with the error's message.
  */
-import { app, type Timer } from "@azure/functions";
+import { app, type HttpResponseInit, type Timer } from "@azure/functions";
 import { prepareDatabase, type PrepareResult } from "../../shared/cloud/prepareDatabase.js";
 import { FunctionConfigError } from "../../shared/cloud/settings.js";
 import { azureRuntime, type AzureRuntime } from "./runtime.js";
@@ -46,8 +49,24 @@ export async function handleMigrate(runtime: AzureRuntime): Promise<PrepareResul
 /** The registered handler, exported too so the bundle can be driven outside the host. */
 export const handler = async (_timer: Timer) => { await handleMigrate(azureRuntime()); };
 
+/** The deploy's call: the step's outcome as JSON, never a stack trace. */
+export const httpHandler = async (): Promise<HttpResponseInit> => {
+  try {
+    return { status: 200, jsonBody: await handleMigrate(azureRuntime()) };
+  } catch (error) {
+    return { status: 500, jsonBody: { error: { code: "migrate_failed", message: (error as Error).message } } };
+  }
+};
+
 app.timer("migrate", {
   schedule: "%WEBHOOKS_MIGRATE_SCHEDULE%",
   runOnStartup: true,
   handler,
+});
+
+app.http("migrate-now", {
+  methods: ["POST"],
+  authLevel: "admin", // the master key: the deployer's, read with `az functionapp keys list`
+  route: "migrate",
+  handler: httpHandler,
 });

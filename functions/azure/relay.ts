@@ -1,5 +1,5 @@
 import { app, type Timer } from "@azure/functions";
-import { relayTimer } from "./relayTimer.js";
+import { relayOffsetTimer, relayTimer, relayWoken } from "./relayTimer.js";
 import { azureRuntime } from "./runtime.js";
 
 /**
@@ -9,8 +9,30 @@ import { azureRuntime } from "./runtime.js";
  */
 export const handler = async (timer: Timer) => { await relayTimer(azureRuntime(), timer); };
 
+export const offsetHandler = async (timer: Timer) => { await relayOffsetTimer(azureRuntime(), timer); };
+
 app.timer("relay", {
   schedule: "%WEBHOOKS_RELAY_SCHEDULE%",
   runOnStartup: false,
   handler,
 });
+
+// Half an interval after "relay": with it, one run always listens (relayTimer.ts).
+app.timer("relayOffset", {
+  schedule: "%WEBHOOKS_RELAY_OFFSET_SCHEDULE%",
+  runOnStartup: false,
+  handler: offsetHandler,
+});
+
+/** Scheduled mode: a woken run per wake-up the management app sends (relayTimer.ts). */
+export const wakeHandler = async () => { await relayWoken(azureRuntime()); };
+
+// Registered only where the stack names the queue (scheduled mode): the host refuses a trigger
+// whose queue setting is missing.
+if (process.env.WEBHOOKS_RELAY_WAKE_QUEUE) {
+  app.serviceBusQueue("relayWake", {
+    connection: "ServiceBusConnection",
+    queueName: "%WEBHOOKS_RELAY_WAKE_QUEUE%",
+    handler: wakeHandler,
+  });
+}

@@ -14,7 +14,7 @@ import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/i
 import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";
 import { once } from "../../shared/cloud/once.js";
-import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, managementBasePath, poolSize, readSettings, relayMode } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 import { installEncryptionKeys } from "../../shared/cloud/encryptionKeys.js";
 import type { Keyring } from "../../shared/crypto/keyring.js";
@@ -47,10 +47,18 @@ const shape = {
   WEBHOOKS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(900)), 30),
   /** Where the management API is mounted, the host's route prefix included (`/api`); absent: at the root. */
   WEBHOOKS_MANAGEMENT_BASE_PATH: z.optional(managementBasePath),
+  /** The relay's mode (stack key `relayMode`): `listening` (default) or `scheduled`. */
+  WEBHOOKS_RELAY_MODE: relayMode,
+  /**
+   * Scheduled mode: the Service Bus queue of the relay's wake-ups. The management app sends
+   * `{"wake": true}` to it after a write that makes deliveries due; the relay app's `relayWake`
+   * trigger runs a woken run.
+   */
+  WEBHOOKS_RELAY_WAKE_QUEUE: z.optional(z.string().check(z.minLength(1))),
 };
 
 /** Settings only the Functions host reads: the binding expressions of the timer triggers (`%…%`). */
-const HOST_SETTINGS = new Set(["WEBHOOKS_RELAY_SCHEDULE", "WEBHOOKS_MIGRATE_SCHEDULE"]);
+const HOST_SETTINGS = new Set(["WEBHOOKS_RELAY_SCHEDULE", "WEBHOOKS_RELAY_OFFSET_SCHEDULE", "WEBHOOKS_MIGRATE_SCHEDULE"]);
 
 export type AzureSettings = ReturnType<typeof readAzureSettings>;
 /** The settings; a `WEBHOOKS_*` setting this code does not know (a stack and function disagreeing on a name) stops the cold start. */

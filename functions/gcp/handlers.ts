@@ -47,12 +47,13 @@ const MAX_ATTRIBUTE_VALUE_BYTES = 1024;
 
 /**
  * Pub/Sub push. 204 acks. A deferral is acked: Pub/Sub cannot hold one message back, so the inbox
- * keeps the schedule and the scheduled relay picks the entry up when it falls due.
+ * keeps the schedule and the relay's inbox sweep picks the entry up when it falls due; so is a
+ * failure once the inbox holds the entry (retried on INBOX_RETRY_SCHEDULE, then quarantined).
  *
  * A dead-letter verdict (a malformed message), or a failure on the subscription's last delivery
  * attempt, is published to the dead-letter topic by the processor itself, with the reason in a
  * `deadLetterReason` attribute, and then acked: Pub/Sub's own forwarding carries no reason. Other
- * failures answer 500 and Pub/Sub redelivers with the subscription's backoff; a message refused
+ * failures (before the inbox: database or claim-check unreachable) answer 500 and Pub/Sub redelivers with the subscription's backoff; a message refused
  * before it reached this code (429 while every instance is busy) is forwarded by Pub/Sub after the
  * last attempt, without a reason.
  */
@@ -63,6 +64,12 @@ export async function processPush(runtime: GcpRuntime, req: Request, res: Respon
   const answer = await handlePubSubPush(req.body, async (message) => {
     const verdict = await processInbound({ db, processor, objectStore: runtime.objectStore, partners: runtime.settings.PARTNERS ? () => runtime.partners() : undefined }, message);
     if (verdict.action === "ack" || verdict.action === "retry") return;
+    if (verdict.action === "fail" && verdict.inboxId) {
+      // The inbox holds the entry and owns its retries (INBOX_RETRY_SCHEDULE, the relay's inbox
+      // sweep, then quarantine), as locally and on Azure: acked, never retried on Pub/Sub's backoff.
+      runtime.logger.warn({ messageId: message.id, inboxId: verdict.inboxId, reason: verdict.reason }, "processing failed; the inbox retries the entry on its schedule");
+      return;
+    }
     const giveUp = verdict.action === "deadLetter" || (lastAttempt !== undefined && message.deliveryCount >= lastAttempt);
     if (giveUp && (await deadLetter(runtime, message, verdict.reason))) return;
     throw new Error(verdict.reason);
@@ -80,11 +87,33 @@ async function deadLetter(runtime: GcpRuntime, message: ReceivedMessage, reason:
   return true;
 }
 
-/** Cloud Scheduler → HTTP (OIDC-authenticated by Cloud Run): drain within the budget. */
-export async function relayHttp(runtime: GcpRuntime, _req: Request, res: Response): Promise<void> {
+/**
+ * Cloud Scheduler → HTTP (OIDC-authenticated by Cloud Run), or in scheduled mode the management
+ * function's wake-up (`{"wake": true}`, with its own ID token): deliver within the budget,
+ * listening (`listening` mode) or until idle.
+ */
+/**
+ * A woken run: the management function's `{"wake": true}`, as the wake-up topic's push
+ * subscription delivers it (`{"message": {"data": <base64>}, "subscription": …}`), or posted as it
+ * is. Cloud Scheduler's tick posts nothing of the kind.
+ */
+export function isWakeUp(body: unknown): boolean {
+  if (typeof body !== "object" || body === null) return false;
+  if ((body as { wake?: unknown }).wake === true) return true;
+  const data = (body as { message?: { data?: unknown } }).message?.data;
+  if (typeof data !== "string") return false;
+  try {
+    return (JSON.parse(Buffer.from(data, "base64").toString("utf8")) as { wake?: unknown })?.wake === true;
+  } catch {
+    return false;
+  }
+}
+
+export async function relayHttp(runtime: GcpRuntime, req: Request, res: Response): Promise<void> {
   const deadline = Date.now() + runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS * 1000;
   const db = await runtime.database();
-  sendJson(res, 200, await runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now()));
+  const woken = isWakeUp(req.body);
+  sendJson(res, 200, await runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken }));
 }
 
 /**

@@ -13,6 +13,8 @@
  */
 import type { Request, Response as ExpressResponse } from "@google-cloud/functions-framework";
 import { invalidSettings, managementHostFor } from "../../shared/cloud/management.js";
+import { coalescedWaker, type RelayWaker } from "../../shared/cloud/relayWake.js";
+import { pubsubTopic } from "./connections.js";
 import { serializeResponse, type RawRequest, type RequestHeaders, type Response } from "../../shared/server/core.js";
 import type { GcpRuntime } from "./runtime.js";
 
@@ -36,9 +38,27 @@ function send(res: ExpressResponse, method: string, response: Response): void {
   else res.send(body);
 }
 
+/**
+ * Scheduled mode: the stack names the wake-up topic, whose push subscription starts a relay run;
+ * a write that makes deliveries due publishes `{"wake": true}` there (coalesced, shared/cloud/relayWake.ts).
+ * Publishing is why it is Pub/Sub and not a request to the relay: the publish is acknowledged in
+ * milliseconds and the API answers, whereas a request to the relay lasts the whole run, and Cloud
+ * Run throttles this instance's CPU once its own response is sent.
+ */
+function relayWakeUp(runtime: GcpRuntime): (() => Promise<void>) | undefined {
+  const topic = runtime.settings.WEBHOOKS_RELAY_WAKE_TOPIC;
+  if (!topic) return undefined;
+  let waker: Promise<RelayWaker> | undefined;
+  return async () => {
+    waker ??= pubsubTopic(runtime.settings, topic).then((publisher) =>
+      coalescedWaker(async () => { await publisher.send({ body: JSON.stringify({ wake: true }) }); }));
+    await (await waker).wake();
+  };
+}
+
 export async function managementHttp(runtime: GcpRuntime, req: Request, res: ExpressResponse): Promise<void> {
   const raw = rawRequestOf(req, runtime.settings.WEBHOOKS_MANAGEMENT_BASE_PATH);
-  const host = managementHostFor(runtime, { tokenSetting: "ADMIN_TOKEN", cap: GCP_MANAGEMENT_BODY_CAP });
+  const host = managementHostFor(runtime, { tokenSetting: "ADMIN_TOKEN", cap: GCP_MANAGEMENT_BODY_CAP, wakeRelay: relayWakeUp(runtime) });
   send(res, raw.method, await host.handle(raw));
 }
 

@@ -20,7 +20,7 @@ import { parsePartners, type PartnerConfig } from "../../shared/inbound/verify/i
 import type { ObjectStore } from "../../shared/objectStore/port.js";
 import type { PubSubPublisher } from "../../shared/queue/pubsubPublisher.js";
 import { once } from "../../shared/cloud/once.js";
-import { FunctionConfigError, managementBasePath, poolSize, readSettings } from "../../shared/cloud/settings.js";
+import { FunctionConfigError, managementBasePath, poolSize, readSettings, relayMode } from "../../shared/cloud/settings.js";
 import { createLogger, type Logger } from "../../shared/telemetry/log.js";
 import { installEncryptionKeys } from "../../shared/cloud/encryptionKeys.js";
 import type { Keyring } from "../../shared/crypto/keyring.js";
@@ -50,6 +50,10 @@ const shape = {
   WEBHOOKS_RELAY_BUDGET_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(10), z.lte(3600)), 240),
   /** Where the gateway mounts the management API (e.g. `/api`, kept in the path); absent: at the root. */
   WEBHOOKS_MANAGEMENT_BASE_PATH: z.optional(managementBasePath),
+  /** The relay's mode (stack key `relayMode`): `listening` (default) or `scheduled`. */
+  WEBHOOKS_RELAY_MODE: relayMode,
+  /** Scheduled mode, the management function: the Pub/Sub topic it publishes the relay's wake-up to (pushed to the relay). */
+  WEBHOOKS_RELAY_WAKE_TOPIC: z.optional(z.string().check(z.regex(/^[A-Za-z][A-Za-z0-9._~%+-]{2,254}$/, "a Pub/Sub topic id"))),
 };
 
 export type GcpSettings = ReturnType<typeof readGcpSettings>;

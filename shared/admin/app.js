@@ -64,6 +64,11 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// An id or a URL in monospace, as words (each kept whole, app.css) with a break opportunity after
+// each separator: `evt_1:sub_2` may break after ":", a URL after "/", "?", "&", never in the
+// middle of a word (nor at its hyphens, where a browser would break plain text).
+const code = (value) => el("code", {}, ...String(value).split(/(?<=[:/?&=])/).flatMap((part, i) => [i ? el("wbr") : null, el("span", { class: "w" }, part)]));
+
 const isEmpty = (value) => value === null || value === undefined || value === "";
 const td = (value, cls) => (isEmpty(value) ? el("td", { class: "none" }, "–") : el("td", { class: cls }, value));
 const badge = (text, kind = text) => el("span", { class: `badge ${kind}` }, text);
@@ -72,11 +77,50 @@ const when = (iso) => (iso ? new Date(iso).toLocaleString() : null);
 
 function fill(tbody, rows, columns, empty) {
   tbody.replaceChildren(...(rows.length ? rows.map(columns) : [el("tr", {}, el("td", { class: "empty", colspan: 9 }, empty))]));
+  // On a phone each row is a card (app.css): its cells carry their column's name to show.
+  const labels = [...tbody.closest("table").querySelectorAll("thead th")].filter((th) => !th.hidden).map((th) => th.textContent);
+  for (const tr of tbody.children) [...tr.children].forEach((cell, i) => { if (labels[i] && cell.colSpan === 1) cell.dataset.label = labels[i]; });
 }
 
 function showError(error) {
   if (error instanceof Unauthorized) return signOut("The token was refused; enter it again.");
   $("error").textContent = error ? error.message : "";
+}
+
+// ---- Paging: each list shows PAGE_SIZE rows and pages on with the API's cursor ------------------
+
+const PAGE_SIZE = 100;
+// Per list, the cursors of the pages opened so far (null: the first page); the last one is shown.
+const cursors = { dead: [null], quarantine: [null], inbox: [null], delivery: [null], subscription: [null] };
+const firstPage = (...lists) => { for (const list of lists) cursors[list] = [null]; };
+const paged = (list, path) => {
+  const cursor = cursors[list].at(-1);
+  return `${path}${path.includes("?") ? "&" : "?"}limit=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+};
+
+/** Below a list: which rows these are, and Previous / Next when there are other pages. */
+function pager(list, answer, shown, reload) {
+  const stack = cursors[list];
+  const go = (change) => () => { change(); reload().catch(showError); };
+  const from = (stack.length - 1) * PAGE_SIZE;
+  $(`${list}-pager`).hidden = stack.length === 1 && !answer.next;
+  $(`${list}-pager`).replaceChildren(
+    el("span", {}, shown ? `rows ${from + 1}–${from + shown}` : "no rows on this page"),
+    stack.length > 1 ? el("button", { type: "button", onclick: go(() => stack.pop()) }, "‹ Previous") : "",
+    answer.next ? el("button", { type: "button", onclick: go(() => stack.push(answer.next)) }, "Next ›") : "",
+  );
+}
+
+/** A list's page: its rows, and the pager drawn; a page emptied meanwhile (replayed) goes back one. */
+async function loadPage(list, path, reload) {
+  const answer = await api("GET", paged(list, path));
+  const rows = items(answer);
+  if (rows.length === 0 && cursors[list].length > 1) {
+    cursors[list].pop();
+    return loadPage(list, path, reload);
+  }
+  pager(list, answer, rows.length, reload);
+  return rows;
 }
 
 // ---- Sections ------------------------------------------------------------------------------
@@ -94,13 +138,21 @@ async function replay(path, button, method = "POST") {
   }
 }
 
+// The counts are the true ones (GET …/count), not the length of the page shown.
+function showCount(id, count) {
+  $(id).textContent = String(count);
+  $(id).classList.toggle("alert", count > 0);
+}
+
 async function loadDeadLetters() {
-  const rows = items(await api("GET", inApplication("/dead-letters?limit=100")));
-  $("dead-count").textContent = String(rows.length);
-  $("dead-count").classList.toggle("alert", rows.length > 0);
-  $("dead-replay-all").disabled = rows.length === 0;
+  const [rows, { count }] = await Promise.all([
+    loadPage("dead", inApplication("/dead-letters"), loadDeadLetters),
+    api("GET", inApplication("/dead-letters/count")),
+  ]);
+  showCount("dead-count", count);
+  $("dead-replay-all").disabled = count === 0;
   fill($("dead-rows"), rows, (d) => el("tr", { "data-id": d.id },
-    td(el("code", {}, d.id)),
+    td(code(d.id)),
     td(d.eventType),
     td(d.attempts),
     td(when(d.deadAt)),
@@ -110,14 +162,16 @@ async function loadDeadLetters() {
 }
 
 async function loadQuarantine() {
-  const rows = items(await api("GET", "/inbox?status=quarantined&limit=100"));
-  $("quarantine-count").textContent = String(rows.length);
-  $("quarantine-count").classList.toggle("alert", rows.length > 0);
-  $("quarantine-replay-all").disabled = rows.length === 0;
+  const [rows, { count }] = await Promise.all([
+    loadPage("quarantine", "/inbox?status=quarantined", loadQuarantine),
+    api("GET", "/inbox/count?status=quarantined"),
+  ]);
+  showCount("quarantine-count", count);
+  $("quarantine-replay-all").disabled = count === 0;
   fill($("quarantine-rows"), rows, (q) => el("tr", { "data-id": q.id },
-    td(el("code", {}, q.id)),
+    td(code(q.id)),
     td(q.partnerName),
-    td(el("code", {}, q.partnerEventId)),
+    td(code(q.partnerEventId)),
     td(q.eventType),
     td(when(q.receivedAt)),
     td(q.quarantineReason ?? q.lastError, "reason"),
@@ -125,18 +179,33 @@ async function loadQuarantine() {
   ), "No quarantined entries.");
 }
 
+/** Every inbound webhook, newest first (or those of one status): what partners sent and what became of it. */
+async function loadInbox() {
+  const status = $("inbox-status").value;
+  const rows = await loadPage("inbox", status ? `/inbox?status=${encodeURIComponent(status)}` : "/inbox", loadInbox);
+  fill($("inbox-rows"), rows, (e) => el("tr", { "data-id": e.id },
+    td(code(e.id)),
+    td(e.partnerName),
+    td(code(e.partnerEventId)),
+    td(e.eventType),
+    td(badge(e.status, { processed: "delivered", quarantined: "dead", failed: "dead" }[e.status] ?? "pending")),
+    td(e.deferrals),
+    td(when(e.receivedAt)),
+  ), status ? `No ${status} inbox entries.` : "No inbox entries.");
+}
+
 async function loadDeliveries() {
   const status = $("delivery-status").value;
-  const rows = items(await api("GET", inApplication(`/deliveries?status=${encodeURIComponent(status)}&limit=100`)));
+  const rows = await loadPage("delivery", inApplication(status ? `/deliveries?status=${encodeURIComponent(status)}` : "/deliveries"), loadDeliveries);
   fill($("delivery-rows"), rows, (d) => el("tr", { "data-id": d.id, class: d.id === selectedDelivery ? "selected" : undefined },
-    td(el("code", {}, d.id)),
+    td(code(d.id)),
     td(d.eventType),
     td(badge(d.status)),
     td(d.attempts),
     td(d.lastStatus ?? d.lastError),
     td(when(d.updatedAt ?? d.deliveredAt ?? d.createdAt)),
     el("td", {}, el("button", { type: "button", onclick: () => showAttempts(d.id) }, "Attempts")),
-  ), `No ${status} deliveries.`);
+  ), status ? `No ${status} deliveries.` : "No deliveries.");
   if (selectedDelivery) await loadAttempts();
 }
 
@@ -163,16 +232,17 @@ async function loadAttempts() {
 }
 
 async function loadSubscriptions() {
-  const rows = items(await api("GET", inApplication("/subscriptions?limit=100")));
+  const rows = await loadPage("subscription", inApplication("/subscriptions"), loadSubscriptions);
   fill($("subscription-rows"), rows, (s) => el("tr", { "data-id": s.id },
-    td(el("code", {}, s.id)),
+    td(code(s.id)),
     // Operators see whose it is; an application key sees its own only.
-    isOperator() ? td(el("code", {}, s.applicationId)) : null,
-    el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : ""),
+    isOperator() ? td(code(s.applicationId)) : null,
+    el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : "", s.health?.destinationRefused ? badge("refused", "dead") : ""),
     td(s.health?.consecutiveFailures),
-    td(el("code", {}, s.url)),
+    td(code(s.url)),
     td((s.eventTypes ?? []).join(", ")),
-    td(s.health?.disabledReason, "reason"),
+    // A URL this platform's policy refuses (ALLOWED_DESTINATIONS) says so beside its health.
+    td(s.health?.destinationRefused ?? s.health?.disabledReason, "reason"),
     el("td", {}, ...subscriptionActions(s)),
   ), "No subscriptions.");
   await loadOrderingKeys(rows.filter((s) => s.ordered));
@@ -187,11 +257,11 @@ async function loadOrderingKeys(ordered) {
   const lists = await Promise.all(ordered.map(async (s) => ({ s, keys: items(await api("GET", `/subscriptions/${encodeURIComponent(s.id)}/ordering-keys?limit=100`)) })));
   const rows = lists.flatMap(({ s, keys }) => keys.map((k) => ({ s, k })));
   fill($("ordering-rows"), rows, ({ s, k }) => el("tr", { "data-id": `${s.id} ${k.orderingKey}` },
-    td(el("code", {}, s.id)),
-    td(el("code", {}, k.orderingKey)),
+    td(code(s.id)),
+    td(code(k.orderingKey)),
     td(badge(k.blocked ? "blocked" : "moving", k.blocked ? "dead" : "pending")),
     td(k.waiting),
-    td(k.head ? el("code", {}, k.head.id) : "(dead letter purged)"),
+    td(k.head ? code(k.head.id) : "(dead letter purged)"),
     td(k.head?.deadReason, "reason"),
     el("td", {}, k.blocked && canWrite() ? el("button", {
       type: "button",
@@ -241,7 +311,7 @@ function svg(tag, attrs, text) {
 }
 
 async function loadChart() {
-  const { series } = await api("GET", "/stats/deliveries-per-minute?minutes=60");
+  const { series } = await api("GET", inApplication("/stats/deliveries-per-minute?minutes=60"));
   const W = 1000, H = 180, left = 36, bottom = 20, top = 8;
   const max = Math.max(1, ...series.map((m) => SERIES.reduce((sum, s) => sum + m[s.key], 0)));
   const step = (W - left) / series.length;
@@ -274,9 +344,17 @@ async function loadChart() {
 
 // ---- Lifecycle -------------------------------------------------------------------------------
 
+/** The platform's health problems (GET /healthz `problems`), above everything: they say why nothing is sent. */
+async function loadProblems() {
+  const health = await api("GET", "/healthz");
+  const problems = health.problems ?? [];
+  $("problems").replaceChildren(...problems.map((p) => el("li", {}, p)));
+  $("problems").hidden = problems.length === 0;
+}
+
 async function refresh() {
   // The chart and the inbox are operators' (an application key is refused them): not even asked for.
-  const sections = isOperator() ? [loadChart(), loadDeadLetters(), loadQuarantine(), loadDeliveries(), loadSubscriptions()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions()];
+  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadDeliveries(), loadSubscriptions()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions()];
   const results = await Promise.allSettled(sections);
   const failed = results.find((r) => r.status === "rejected");
   showError(failed?.reason);
@@ -345,11 +423,18 @@ $("login").addEventListener("submit", async (event) => {
   await signIn();
 });
 $("signout").addEventListener("click", () => signOut());
-$("application").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; refresh(); });
+$("application").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("dead", "delivery", "subscription"); refresh(); });
 $("refresh").addEventListener("click", () => refresh());
-$("delivery-status").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; loadDeliveries().catch(showError); });
+$("delivery-status").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("delivery"); loadDeliveries().catch(showError); });
 $("dead-replay-all").addEventListener("click", (e) => bulk("/dead-letters/replay", { filter: isOperator() && $("application").value ? { applicationId: $("application").value } : {} }, "dead letter", e.currentTarget));
+$("inbox-status").addEventListener("change", () => { firstPage("inbox"); loadInbox().catch(showError); });
 $("quarantine-replay-all").addEventListener("click", (e) => bulk("/inbox/replay", { status: "quarantined" }, "quarantined inbox entry", e.currentTarget));
+
+// Links may preselect the lists (`/admin?deliveries=delivered&inbox=any`, as the demo prints).
+for (const [param, select] of [["deliveries", "delivery-status"], ["inbox", "inbox-status"]]) {
+  const wanted = new URLSearchParams(location.search).get(param);
+  if (wanted !== null) $(select).value = wanted === "any" ? "" : wanted;
+}
 
 if (sessionStorage.getItem(TOKEN_KEY)) signIn();
 else signOut();

@@ -22,6 +22,11 @@ export interface ApiClientOptions {
   url: string;
   /** An API key or the ADMIN_TOKEN. */
   token: string;
+  /**
+   * Where the token came from (`--token`, `WEBHOOKS_API_KEY`, `ADMIN_TOKEN`) and the other sources
+   * that were set but not used: a 401 names them, since a stale key silently wins over a good one.
+   */
+  tokenSource?: { name: string; alsoSet: string[] };
   /** Per-request timeout in milliseconds. Default: 30 000. */
   timeoutMs?: number;
 }
@@ -67,9 +72,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
     if (!res.ok) {
       const err = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
-      if (res.status === 401) {
-        throw new ApiError("The platform refused the token (401): wrong, or a revoked key. Pass an API key or the ADMIN_TOKEN printed at start with --token (or WEBHOOKS_API_KEY / ADMIN_TOKEN).", 401, err?.code);
-      }
+      if (res.status === 401) throw new ApiError(refusedTokenMessage(options), 401, err?.code);
       const what = err?.message ?? (text.slice(0, 200) || res.statusText);
       throw new ApiError(`${method} ${path} failed with ${res.status}${err?.code ? ` ${err.code}` : ""}: ${what}`, res.status, err?.code);
     }
@@ -83,6 +86,24 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     patch: (path, body) => call("PATCH", path, body),
     delete: (path) => call("DELETE", path),
   };
+}
+
+const KEY_ID = /^whk_([0-9a-f]{16})_/;
+
+/** The token as it may be shown: an API key by its id (never its secret part), another by its length. */
+function describeToken(token: string): string {
+  const id = KEY_ID.exec(token)?.[1];
+  if (id) return `key key_${id}`;
+  if (token.startsWith("whk_")) return `${token.slice(0, 12)}…, not a well-formed API key`;
+  return `${token.length} characters`;
+}
+
+function refusedTokenMessage({ token, tokenSource }: ApiClientOptions): string {
+  const which = tokenSource ? `, the one from ${tokenSource.name} (${describeToken(token)})` : "";
+  const others = tokenSource?.alsoSet.length
+    ? ` ${tokenSource.alsoSet.join(" and ")} ${tokenSource.alsoSet.length === 1 ? "is" : "are"} set too but ${tokenSource.name} comes first: unset it, or pass the one you mean with --token.`
+    : " Pass an API key or the ADMIN_TOKEN printed at start with --token (or set WEBHOOKS_API_KEY / ADMIN_TOKEN).";
+  return `The platform refused the token (401)${which}: wrong, or a revoked key.${others}`;
 }
 
 /** Encodes one path segment taken from user input. */

@@ -4,6 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createApiClient, type ApiClient } from "./api.js";
+import { didYouMean } from "./suggest.js";
 
 /** Exit codes: 0 done, 1 the operation failed, 2 the command line was wrong. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -80,7 +81,9 @@ export function parseInvocation(command: Command, args: string[], io: Io): Invoc
   } catch (error) {
     // parseArgs messages are precise ("Unknown option '--x'"); drop its advice about `--` which misleads here.
     const msg = (error as Error).message.replace(/\. To specify a positional argument.*$/s, ".");
-    throw new UsageError(`${msg}`);
+    const unknown = /^Unknown option '(--?[^']+)'/.exec(msg)?.[1];
+    const known = Object.keys({ ...GLOBAL_OPTIONS, ...command.options }).map((o) => `--${o}`);
+    throw new UsageError(unknown ? `Unknown option ${JSON.stringify(unknown)}${didYouMean(unknown, known)}.` : msg);
   }
   const values = parsed.values as Invocation["values"];
   if (values.help) return "help";
@@ -97,7 +100,13 @@ export function parseInvocation(command: Command, args: string[], io: Io): Invoc
     json: values.json === true,
     io,
     api() {
-      const token = (values.token as string | undefined) ?? (io.env.WEBHOOKS_API_KEY || io.env.ADMIN_TOKEN);
+      // The first of these that is set is used; the others are named if it is refused.
+      const sources = [
+        { name: "--token", value: values.token as string | undefined },
+        { name: "WEBHOOKS_API_KEY", value: io.env.WEBHOOKS_API_KEY },
+        { name: "ADMIN_TOKEN", value: io.env.ADMIN_TOKEN },
+      ].filter((s) => s.value);
+      const token = sources[0]?.value;
       if (!token) throw new UsageError("No token: pass --token or set ADMIN_TOKEN (the platform prints it at start), or set WEBHOOKS_API_KEY to an API key.");
       try {
         const u = new URL(url);
@@ -105,7 +114,7 @@ export function parseInvocation(command: Command, args: string[], io: Io): Invoc
       } catch {
         throw new UsageError(`--url must be an http(s) URL such as http://127.0.0.1:8080; got ${JSON.stringify(url)}.`);
       }
-      return createApiClient({ url, token });
+      return createApiClient({ url, token, tokenSource: { name: sources[0]!.name, alsoSet: sources[0]!.name === "--token" ? [] : sources.slice(1).map((s) => s.name) } });
     },
   };
 }

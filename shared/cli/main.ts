@@ -14,6 +14,8 @@ import { subscriptionsKeys, subscriptionsSkipKey } from "./commands/ordering.js"
 import { subscriptionsPublicKeys, subscriptionsRotateSecret } from "./commands/signing.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
 import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptionsList } from "./commands/subscriptions.js";
+import { didYouMean } from "./suggest.js";
+import { VERSION } from "../version.js";
 import { applicationsCreate, applicationsDelete, applicationsList, audit, keysCreate, keysList, keysRevoke } from "./commands/tenancy.js";
 
 export const COMMANDS: Command[] = [
@@ -24,6 +26,9 @@ export const COMMANDS: Command[] = [
   applicationsCreate, applicationsList, applicationsDelete, keysCreate, keysList, keysRevoke, audit,
   synth, deploy, compare,
 ];
+
+/** Options that may come before the command (what `commandFirst` moves) and the overview's own. */
+const LEADING_OPTIONS = ["--url", "--token", "--json", "--help", "--version"];
 
 /** `subs` is accepted for `subscriptions`, `apps` for `applications`. */
 const GROUP_ALIASES: Record<string, string> = { subs: "subscriptions", apps: "applications" };
@@ -38,6 +43,7 @@ Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary.split(". ")[0]!.replace(/\.$/, "")}`).join("\n")}
 
 ${GLOBAL_HELP}
+  --version        print the version
 
 Run \`webhooks <command> --help\` for a command's arguments and examples.
 Exit codes: 0 done, 1 the operation failed, 2 the command line was wrong.
@@ -83,9 +89,20 @@ export async function runCli(args: string[], io: Io): Promise<number> {
     io.stdout(overview());
     return argv.length === 0 ? EXIT.usage : EXIT.ok;
   }
+  if (argv[0] === "--version" || argv[0] === "-V") {
+    io.stdout(`webhooks ${VERSION}\n`);
+    return EXIT.ok;
+  }
+  // An option where the command should be (`webhooks --jsn dlq list`): say so, not "unknown command".
+  if (argv[0]!.startsWith("-")) {
+    const name = argv[0]!.split("=")[0]!;
+    io.stderr(`webhooks: unknown option ${JSON.stringify(name)}${didYouMean(name, LEADING_OPTIONS)}. Run \`webhooks --help\` for the options.\n`);
+    return EXIT.usage;
+  }
   const found = resolve(argv);
   if (!found) {
-    io.stderr(`webhooks: unknown command ${JSON.stringify(argv[0])}. Run \`webhooks --help\` for the list.\n`);
+    const words = [...new Set([...COMMANDS.map((c) => c.name.split(" ")[0]!), ...Object.keys(GROUP_ALIASES), "help"])];
+    io.stderr(`webhooks: unknown command ${JSON.stringify(argv[0])}${didYouMean(argv[0]!, words)}. Run \`webhooks --help\` for the list.\n`);
     return EXIT.usage;
   }
   if ("group" in found) {
@@ -95,7 +112,8 @@ export async function runCli(args: string[], io: Io): Promise<number> {
       io.stdout(COMMANDS.filter((c) => c.name.startsWith(`${found.group} `)).map((c) => `webhooks ${c.usage}\n  ${c.summary}\n`).join("\n"));
       return EXIT.ok;
     }
-    io.stderr(`webhooks ${found.group}: ${asked === undefined ? "missing action" : `unknown action ${JSON.stringify(asked)}`}; use one of: ${actions.join(", ")}.\n`);
+    const unknown = asked === undefined ? "missing action" : `unknown action ${JSON.stringify(asked)}${didYouMean(asked, actions as string[])}`;
+    io.stderr(`webhooks ${found.group}: ${unknown}; use one of: ${actions.join(", ")}.\n`);
     return EXIT.usage;
   }
   const { command, rest } = found;

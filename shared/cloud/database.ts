@@ -88,7 +88,19 @@ export async function openCloudDatabase(options: CloudDatabaseOptions): Promise<
     await assertMigrated(db, MIGRATE_STEP_HINT);
   } catch (error) {
     await db.close().catch(() => {});
-    throw error;
+    throw missingRole(error, options.url) ?? error;
   }
   return db;
+}
+
+/**
+ * The application role is made by the migrate step too, so before the first migrate the login
+ * itself fails (28000 "role … does not exist"): say so, and what to run, instead of PostgreSQL's
+ * bare message.
+ */
+function missingRole(error: unknown, url: string): FunctionConfigError | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code !== "28000" || typeof message !== "string" || !/^role ".*" does not exist$/.test(message)) return undefined;
+  const role = decodeURIComponent(new URL(url).username);
+  return new FunctionConfigError(`The application role "${role}" does not exist on the database server yet. ${MIGRATE_STEP_HINT}`);
 }

@@ -45,20 +45,29 @@ export interface DrainSummary {
   alertsRaised?: number;
   /** Why the last alert scan failed, if one did (the next scan, or run, tries again). */
   alertError?: string;
+  /** How the run went: drained until idle, or listened until its budget (shared/cloud/listenRelay.ts). */
+  mode?: "drain" | "listen";
+  /** A listening run: how long it listened. */
+  listenedMs?: number;
+  /** A listening run: why the last inbox sweep failed, if one did (the next sweep tries again). */
+  inboxError?: string;
 }
 
 export async function drainOutbox(options: DrainOptions): Promise<DrainSummary> {
   const summary = await drain(options);
-  const purgeReserve = options.purgeReserveMs ?? 5_000;
-  if (options.purge && options.remainingMs() >= purgeReserve) {
-    try {
-      const purged = await options.purge(() => options.remainingMs() < purgeReserve);
-      if (purged) summary.purged = purged;
-    } catch (error) {
-      summary.purgeError = (error as Error)?.message ?? String(error);
-    }
-  }
+  await purgeWithTimeLeft(summary, options.purge, options.remainingMs, options.purgeReserveMs);
   return summary;
+}
+
+/** The retention pass, when one is due, with the run's time left (but `purgeReserveMs`); its outcome goes into `summary`. */
+export async function purgeWithTimeLeft(summary: DrainSummary, purge: DrainOptions["purge"], remainingMs: () => number, purgeReserveMs = 5_000): Promise<void> {
+  if (!purge || remainingMs() < purgeReserveMs) return;
+  try {
+    const purged = await purge(() => remainingMs() < purgeReserveMs);
+    if (purged) summary.purged = purged;
+  } catch (error) {
+    summary.purgeError = (error as Error)?.message ?? String(error);
+  }
 }
 
 async function drain(options: DrainOptions): Promise<DrainSummary> {

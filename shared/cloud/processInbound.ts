@@ -7,7 +7,7 @@
  * |------------------------------|------------------------------------------------------|
  * | processed, quarantined       | ack (a quarantined entry is the inbox's dead letter)  |
  * | deferred                     | retry after the entry's next attempt time             |
- * | failed, lease lost           | fail: the trigger's native retry, then its DLQ        |
+ * | failed, lease lost, waiting  | fail with the inbox id: the inbox owns the retries    |
  * | message malformed            | dead-letter with the reason (never dropped)           |
  * | database or claim-check down | fail (native retry)                                   |
  */
@@ -139,6 +139,8 @@ export async function processInbound(deps: ProcessInboundDeps, message: Pick<Rec
     }
     case "failed":
       return { action: "fail", inboxId, reason: run.lastError ?? "processing failed" };
+    case "waiting":
+      return { action: "fail", inboxId, reason: `failed before; its next retry is due at ${run.nextAttemptAt?.toISOString()} (INBOX_RETRY_SCHEDULE)` };
     case "lost":
     case "busy":
       return { action: "fail", inboxId, reason: "another processor holds this entry; retry later" };

@@ -6,7 +6,9 @@ import { purgeIfDue, type RetentionResult } from "../retention/run.js";
 import { retentionPolicy } from "../retention/policy.js";
 import { DEFAULT_HTTP_CONCURRENCY, type Relay } from "../outbound/relay.js";
 import type { Logger } from "../telemetry/log.js";
-import { drainOutbox, type DrainSummary } from "./drainOutbox.js";
+import { drainOutbox, purgeWithTimeLeft, type DrainSummary } from "./drainOutbox.js";
+import { listenUntilBudget } from "./listenRelay.js";
+import type { RelayMode } from "./settings.js";
 import { inboxProcessorFor } from "./inboxProcessor.js";
 import { reencryptPass } from "../crypto/reencryptWorker.js";
 
@@ -23,18 +25,29 @@ import { reencryptPass } from "../crypto/reencryptWorker.js";
  * `passReserveMs`, the time the drain keeps for a pass, then holds, and the platform never cuts a
  * pass short (its leases would hold the deliveries up until they run out).
  */
-export function relayFor(db: Database, config: Config, logger: Logger): {
+export function relayFor(db: Database, config: Config, logger: Logger, options: { listening?: boolean } = {}): {
   relay: Relay;
+  /** Deliveries completed so far, and when the last were (ms since the epoch): a listening run's summary and idle stop. */
+  completed(): { count: number; lastAt: number };
   purge(shouldStop: () => boolean): Promise<RetentionResult | null>;
   alerts(): Promise<number>;
   passReserveMs: number;
   close(): Promise<void>;
 } {
-  const { relay, transport } = createOutboundRelay({ db, config, logger }, { batchSize: Math.min(config.OUTBOUND_BATCH_SIZE, DEFAULT_HTTP_CONCURRENCY) });
+  const passReserveMs = config.OUTBOUND_TIMEOUT_MS + 5_000;
+  let count = 0;
+  let lastAt = 0;
+  const { relay, transport } = createOutboundRelay({ db, config, logger }, {
+    batchSize: Math.min(config.OUTBOUND_BATCH_SIZE, DEFAULT_HTTP_CONCURRENCY),
+    // A listening run stops with `passReserveMs` left: what it holds must be written within it.
+    ...(options.listening ? { shutdownTimeoutMs: passReserveMs - 1_000 } : {}),
+    onCompleted: (completions) => { count += completions.length; lastAt = Date.now(); },
+  });
   const policy = retentionPolicy(config);
   let subscribed = false;
   return {
     relay,
+    completed: () => ({ count, lastAt }),
     purge: (shouldStop) => purgeIfDue(db, policy, { shouldStop }),
     async alerts() {
       if (config.ALERT_WEBHOOK_URL && !subscribed) {
@@ -44,23 +57,51 @@ export function relayFor(db: Database, config: Config, logger: Logger): {
       }
       return (await scanForAlerts(db, { logger, maxPayloadBytes: config.MAX_PAYLOAD_BYTES })).length;
     },
-    passReserveMs: config.OUTBOUND_TIMEOUT_MS + 5_000,
+    passReserveMs,
     close: () => transport.close(),
   };
 }
 
+/** How a run was started: the relay mode its stack set, and whether the management function woke it. */
+export interface RelayRun {
+  mode: RelayMode;
+  /** Started by the management function's wake-up (scheduled mode), not by the schedule. */
+  woken?: boolean;
+}
+
+/** How long a woken run keeps listening after its last delivery: sends that follow closely go in the same run. */
+export const WOKEN_LINGER_MS = 10_000;
+
 /**
- * One scheduled relay run of a cloud function, whatever triggered it: alerts, deliveries, inbox
- * entries the queue could not hold, and retention when due, until `remainingMs()` is nearly spent.
- * Logs and returns the summary.
+ * One relay run of a cloud function, whatever triggered it: alerts, deliveries, inbox entries the
+ * queue does not hold, and retention when due, until `remainingMs()` is nearly spent.
+ * - `listening` mode: listens (LISTEN/NOTIFY, poll backstop) until close to the budget
+ *   (shared/cloud/listenRelay.ts); the schedule overlaps runs, so one always listens.
+ * - `scheduled` mode: drains what is due and stops when idle (drainOutbox.ts); a run the management
+ *   function woke listens too, until WOKEN_LINGER_MS pass with nothing to send.
+ * Then retention with the time left, when due. Logs and returns the summary.
  */
-export async function runScheduledRelay(db: Database, config: Config, logger: Logger, remainingMs: () => number): Promise<DrainSummary> {
-  const { relay, purge, alerts, passReserveMs, close } = relayFor(db, config, logger);
+export async function runScheduledRelay(db: Database, config: Config, logger: Logger, remainingMs: () => number, run: RelayRun = { mode: "scheduled" }): Promise<DrainSummary> {
+  const listening = run.mode === "listening" || run.woken === true;
+  const { relay, completed, purge, alerts, passReserveMs, close } = relayFor(db, config, logger, { listening });
   try {
     // Secrets not under the first key of ENCRYPTION_KEYS (plaintext rows, a rotation) are rewritten first (docs/secrets.md).
     await reencryptPass(db, logger, () => remainingMs() < passReserveMs);
-    const summary = await drainOutbox({ relay, purge, alerts, reserveMs: passReserveMs, inbox: inboxProcessorFor(db, config, logger), remainingMs });
-    logger.info(summary, "relay run finished");
+    const inbox = inboxProcessorFor(db, config, logger);
+    let summary: DrainSummary;
+    if (listening) {
+      summary = await listenUntilBudget({
+        relay, inbox, inboxPollMs: config.INBOX_POLL_MS, inboxBatchSize: config.INBOX_BATCH_SIZE, alerts, remainingMs, reserveMs: passReserveMs,
+        attempted: () => completed().count, lastActivity: () => completed().lastAt,
+        ...(run.mode === "scheduled" ? { idleStopMs: WOKEN_LINGER_MS } : {}),
+      });
+      summary.mode = "listen";
+      await purgeWithTimeLeft(summary, purge, remainingMs);
+    } else {
+      summary = await drainOutbox({ relay, purge, alerts, reserveMs: passReserveMs, inbox, remainingMs });
+      summary.mode = "drain";
+    }
+    logger.info({ ...summary, relayMode: run.mode, woken: run.woken === true }, "relay run finished");
     return summary;
   } finally {
     await close();

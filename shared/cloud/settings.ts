@@ -36,3 +36,13 @@ export const poolSize = z._default(z.coerce.number().check(z.int(), z.gte(1), z.
 
 /** A path prefix such as `/api` (letters, digits, `-`, `_`, `.`, `/`), where an ingress mounts the management API. */
 export const managementBasePath = z.string().check(z.regex(/^\/?[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*\/?$/, "a path prefix such as /api"));
+
+/**
+ * How the relay runs (stack key `relayMode`): `listening` (the default) keeps each scheduled run
+ * listening (LISTEN/NOTIFY and the poll backstop) until close to its budget, runs overlapping so
+ * one always listens; `scheduled` drains what is due and stops when idle, and the management
+ * function wakes a run when it commits something to send. The stacks always set it (their
+ * default: `listening`); a function started without it drains as before (`scheduled`).
+ */
+export const relayMode = z._default(z.enum(["listening", "scheduled"]), "scheduled");
+export type RelayMode = "listening" | "scheduled";

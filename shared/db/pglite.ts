@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { PGlite } from "@electric-sql/pglite";
 import type { Database, Queryable, QueryResult, Transaction } from "./port.js";
+import { lockDataDir, type DataDirLock } from "./dataDirLock.js";
 
 /**
  * `Database` over PGlite: PostgreSQL compiled to WebAssembly, in this process. It is the embedded
@@ -8,10 +9,20 @@ import type { Database, Queryable, QueryResult, Transaction } from "./port.js";
  * PGlite has one connection: transactions run one at a time, which keeps SKIP LOCKED trivially right.
  */
 export async function openPglite(dataDir?: string, options: { loadDataDir?: Blob } = {}): Promise<Database> {
-  if (dataDir) await mkdir(dataDir, { recursive: true });
-  // `loadDataDir` starts from a dumped data directory instead of running initdb (much faster).
-  const db = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
-  return wrapPglite(db);
+  let lock: DataDirLock | undefined;
+  if (dataDir) {
+    await mkdir(dataDir, { recursive: true });
+    // One process at a time on a data directory (shared/db/dataDirLock.ts): throws DataDirLockedError.
+    lock = lockDataDir(dataDir);
+  }
+  try {
+    // `loadDataDir` starts from a dumped data directory instead of running initdb (much faster).
+    const db = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
+    return wrapPglite(db, () => lock?.release());
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
 }
 
 /**
@@ -28,7 +39,7 @@ export async function pgliteTemplate(prepare: (db: Database) => Promise<unknown>
   }
 }
 
-function wrapPglite(db: PGlite): Database {
+function wrapPglite(db: PGlite, onClose: () => void = () => {}): Database {
   const wrap = (runner: Pick<PGlite, "query">): Queryable => ({
     async query<R>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
       const result = await runner.query<R>(text, values as unknown[]);
@@ -50,7 +61,11 @@ function wrapPglite(db: PGlite): Database {
       return async () => { await unsubscribe(); };
     },
     async close() {
-      if (!db.closed) await db.close();
+      try {
+        if (!db.closed) await db.close();
+      } finally {
+        onClose();
+      }
     },
   };
 }

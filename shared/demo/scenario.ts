@@ -183,7 +183,12 @@ export function formatSummary(s: DemoSummary, where: { adminUrl: string; token: 
     "",
     `Admin page:  ${where.adminUrl}`,
     `Admin token: ${where.token}`,
-    `CLI:         WEBHOOKS_URL=${where.baseUrl} ADMIN_TOKEN=${where.token} npx webhooks dlq list`,
+    "Where to look (what the demo did; its dead letters were replayed, so that list is empty now):",
+    `  inbound:   ${where.adminUrl}?inbox=any  (every webhook the partner sent; Deferrals: those that came early)`,
+    `  outbound:  ${where.adminUrl}?deliveries=delivered  (the replayed ones among them: Attempts shows the refusals, then the delivery)`,
+    `  CLI:       export WEBHOOKS_URL=${where.baseUrl} ADMIN_TOKEN=${where.token}`,
+    "             npx webhooks inbox list --status processed",
+    "             npx webhooks audit --operation replayDeadLetters   # the replay, recorded",
     "The demo is over; the platform keeps serving (try the admin page and the CLI). Ctrl-C stops it.",
   ].join("\n");
 }

@@ -6,11 +6,13 @@
  * headers say which partner sent it and the partner's event id and type.
  *
  * Each forwarding partner has one subscription, `fwd_<partner>`, kept in step with the
- * configuration at start (`ensureForwardSubscriptions`).
+ * configuration at start (`ensureForwardSubscriptions`). It and the forwarded events belong to the
+ * platform's own application (`app_platform`): operator-only, never an application key's.
  */
 import type { Database, Queryable } from "../db/port.js";
 import { NOTIFY_CHANNEL } from "../outbound/notify.js";
 import { sealSecrets } from "../crypto/subscriptionSecrets.js";
+import { PLATFORM_APPLICATION_ID } from "../tenancy/defaults.js";
 import { storeInboxEntry, type NewInboxEntry, type StoreResult } from "./inbox.js";
 import type { PartnerConfig } from "./verify/index.js";
 
@@ -30,12 +32,12 @@ export async function ensureForwardSubscriptions(db: Queryable, partners: Readon
   for (const p of partners.values()) {
     if (!p.forward) continue;
     await db.query(
-      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description)
-       VALUES ($1, $2, ARRAY[$3::text], $4::text[], $5)
+      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, description, application_id)
+       VALUES ($1, $2, ARRAY[$3::text], $4::text[], $5, $6)
        ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, event_types = EXCLUDED.event_types, secrets = EXCLUDED.secrets,
-         description = EXCLUDED.description, deleted_at = NULL, updated_at = now()`,
+         description = EXCLUDED.description, application_id = EXCLUDED.application_id, deleted_at = NULL, updated_at = now()`,
       // Stored encrypted like every subscription's secrets (shared/crypto/subscriptionSecrets.ts).
-      [forwardSubscriptionId(p.name), p.forward.url, forwardEventType(p.name), sealSecrets(forwardSubscriptionId(p.name), p.forward.secrets), `forwarding of partner ${p.name} (PARTNERS)`],
+      [forwardSubscriptionId(p.name), p.forward.url, forwardEventType(p.name), sealSecrets(forwardSubscriptionId(p.name), p.forward.secrets), `forwarding of partner ${p.name} (PARTNERS)`, PLATFORM_APPLICATION_ID],
     );
   }
 }
@@ -46,7 +48,7 @@ export async function enqueueForward(tx: Queryable, partner: string, inboxId: st
   const headers = { [FORWARD_HEADERS.partner]: partner, [FORWARD_HEADERS.eventId]: e.partnerEventId, ...(e.eventType ? { [FORWARD_HEADERS.eventType]: e.eventType } : {}) };
   await tx.query(
     `WITH event AS (
-       INSERT INTO outbound_events (id, type, body, headers) VALUES ($1, $2, $3, $4::jsonb)
+       INSERT INTO outbound_events (id, type, body, headers, application_id) VALUES ($1, $2, $3, $4::jsonb, $7)
        ON CONFLICT (id) DO NOTHING RETURNING id
      ), delivery AS (
        INSERT INTO outbound_deliveries (id, event_id, subscription_id)
@@ -55,7 +57,7 @@ export async function enqueueForward(tx: Queryable, partner: string, inboxId: st
      )
      SELECT pg_notify($6, '') FROM delivery`,
     // Verification accepted only UTF-8 JSON, so the text is the bytes exactly.
-    [eventId, forwardEventType(partner), e.payload.toString("utf8"), JSON.stringify(headers), forwardSubscriptionId(partner), NOTIFY_CHANNEL],
+    [eventId, forwardEventType(partner), e.payload.toString("utf8"), JSON.stringify(headers), forwardSubscriptionId(partner), NOTIFY_CHANNEL, PLATFORM_APPLICATION_ID],
   );
 }
 

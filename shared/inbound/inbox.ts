@@ -168,6 +168,16 @@ export async function listInboxEntries(db: Queryable, options: ListOptions = {})
   return r.rows.map((row) => ({ ...toSummary(row), key: [String(row.received_key), String(row.id)] as [string, string] }));
 }
 
+/** How many entries have `status` (and come from `partner`): the admin page's count beyond its page. */
+export async function countInboxEntries(db: Queryable, options: Pick<ListOptions, "status" | "partner"> = {}): Promise<number> {
+  const r = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM inbox_entries
+     WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR partner_name = $2)`,
+    [options.status ?? null, options.partner ?? null],
+  );
+  return r.rows[0]?.n ?? 0;
+}
+
 export async function getInboxEntry(db: Queryable, id: string): Promise<InboxEntryDetail | undefined> {
   const r = await db.query<Row>(`SELECT ${SUMMARY_COLUMNS}, payload FROM inbox_entries WHERE id = $1`, [id]);
   const row = r.rows[0];

@@ -74,8 +74,11 @@ export interface RunSummary {
 
 /** What `runEntry` did with one entry (the cloud processors' path: one queue message, one entry). */
 export interface EntryRun {
-  /** `settled`: already processed or quarantined, nothing done; `busy`: another processor holds it. */
-  result: "processed" | "deferred" | "failed" | "quarantined" | "lost" | "busy" | "settled";
+  /**
+   * `settled`: already processed or quarantined, nothing done; `busy`: another processor holds it;
+   * `waiting`: it failed and its next retry (INBOX_RETRY_SCHEDULE) is not due yet, so it was not run.
+   */
+  result: "processed" | "deferred" | "failed" | "quarantined" | "lost" | "busy" | "settled" | "waiting";
   status: InboxStatus;
   /** When the entry is due again (deferred, failed). */
   nextAttemptAt: Date | null;
@@ -149,8 +152,10 @@ export class InboxProcessor {
   }
 
   /**
-   * Processes one given entry now, whatever its due time, unless another processor holds it or it
-   * is already settled. For triggers that deliver one entry per message (the queue decides when).
+   * Processes one given entry now, unless another processor holds it, it is already settled, or it
+   * failed and its retry is not due: a queue's redelivery never runs a failed entry ahead of
+   * INBOX_RETRY_SCHEDULE (the inbox sweep runs it when due). A pending or deferred entry is run
+   * whatever its time (the queue decides when). For triggers that deliver one entry per message.
    */
   async runEntry(id: string): Promise<EntryRun> {
     const now = this.o.now();
@@ -160,6 +165,7 @@ export class InboxProcessor {
        WHERE e.id = (SELECT id FROM inbox_entries
                      WHERE id = $1 AND status IN ('pending', 'deferred', 'failed')
                        AND (lease_token IS NULL OR next_attempt_at <= $2::timestamptz)
+                       AND (status <> 'failed' OR next_attempt_at <= $2::timestamptz)
                      FOR UPDATE SKIP LOCKED)
        RETURNING ${CLAIM_COLUMNS}`,
       [id, now.toISOString(), addSeconds(now, this.o.leaseSeconds).toISOString()],
@@ -174,7 +180,7 @@ export class InboxProcessor {
     if (!row) throw new Error(`No inbox entry ${id}: store it before running it.`);
     const settled = row.status === "processed" || row.status === "quarantined" || row.status === "ignored";
     return {
-      result: result ?? (settled ? "settled" : "busy"),
+      result: result ?? (settled ? "settled" : row.status === "failed" && new Date(row.next_attempt_at) > now ? "waiting" : "busy"),
       status: row.status,
       nextAttemptAt: settled ? null : new Date(row.next_attempt_at),
       lastError: row.last_error,

@@ -5,10 +5,13 @@
  * - an answer that shows the endpoint coping (2xx, or any 4xx but 408/429) raises the limit: by 1
  *   per answer below `ssthresh` (slow start: the limit doubles each round trip), by 1/limit above
  *   it (one more per round trip);
- * - a sign of overload (timeout, network error, 5xx, 408, 429) halves it, at most once per round
+ * - a sign of overload (timeout, network error, 5xx, 408) halves it, at most once per round
  *   trip: failures of attempts that started before the last decrease were in flight together and
  *   count as one signal (TCP's one reduction per window). So a burst of 64 concurrent failures
  *   halves the limit once, and an endpoint that hangs goes 8 → 4 → 2 → 1 over three timeouts;
+ * - a 429 does neither: the receiver is metering requests per second, not short of capacity, and
+ *   the pace (acceptedRate.ts) is what answers it; halving here restarted the endpoint low after
+ *   every hold, most of the next second wasted (issue 28);
  * - it never drops below 1 (an endpoint that hangs keeps one attempt going, and so a way back)
  *   nor rises above `max`.
  * A new subscription starts at `initial`, low, so an endpoint that hangs from its first attempt
@@ -49,7 +52,7 @@ interface State {
 export function isOverload(outcome: Pick<DeliveryOutcome, "result" | "status">): boolean {
   if (outcome.result === "delivered") return false;
   if (outcome.status === null) return outcome.result === "retryable"; // timeouts, resets, refused
-  return outcome.status >= 500 || outcome.status === 408 || outcome.status === 429;
+  return outcome.status >= 500 || outcome.status === 408;
 }
 
 export function createConcurrencyLimits(options: AdaptiveConcurrencyOptions = {}): ConcurrencyLimits {
@@ -72,6 +75,7 @@ export function createConcurrencyLimits(options: AdaptiveConcurrencyOptions = {}
       s.touchedAt = now;
       const took = Math.max(0, now - startedAt);
       s.latencyMs = s.latencyMs === null ? took : s.latencyMs * 0.8 + took * 0.2;
+      if (outcome.status === 429) return; // metering, not overload: neither raises nor lowers
       if (!isOverload(outcome)) {
         s.limit = Math.min(max, s.limit + (s.limit < s.ssthresh ? 1 : 1 / s.limit));
         return;

@@ -29,6 +29,18 @@ export interface DeadLetter extends Delivery {
   replayHistory: { previousReason: string | null; requestedBy: string | null; createdAt: Date }[];
 }
 
+/** The dead letters a filter selects, over `d` (deliveries) and `e` (their events); $1–$6 are `filterParams`. */
+const MATCHING = `d.status = 'dead'
+       AND ($1::text IS NULL OR d.subscription_id = $1)
+       AND ($2::text IS NULL OR e.type = $2)
+       AND ($3::text IS NULL OR starts_with(d.dead_reason, $3))
+       AND ($4::timestamptz IS NULL OR d.dead_at >= $4)
+       AND ($5::timestamptz IS NULL OR d.dead_at < $5)
+       AND ($6::text IS NULL OR e.application_id = $6)`;
+
+const filterParams = (f: DeadLetterFilter) =>
+  [f.subscriptionId ?? null, f.eventType ?? null, f.reasonPrefix ?? null, f.deadSince ?? null, f.deadBefore ?? null, f.applicationId ?? null];
+
 /** Dead letters matching `filter`, in id order (pages with `after` = the last id of the previous page). */
 export async function listDeadLetters(
   q: Queryable,
@@ -37,19 +49,22 @@ export async function listDeadLetters(
   const { rows } = await q.query<Delivery>(
     `SELECT ${DELIVERY_COLUMNS}
      FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id
-     WHERE d.status = 'dead'
-       AND ($1::text IS NULL OR d.subscription_id = $1)
-       AND ($2::text IS NULL OR e.type = $2)
-       AND ($3::text IS NULL OR starts_with(d.dead_reason, $3))
-       AND ($4::timestamptz IS NULL OR d.dead_at < $4)
-       AND ($5::text IS NULL OR d.id > $5)
-       AND ($7::timestamptz IS NULL OR d.dead_at >= $7)
-       AND ($8::text IS NULL OR e.application_id = $8)
+     WHERE ${MATCHING}
+       AND ($7::text IS NULL OR d.id > $7)
      ORDER BY d.id
-     LIMIT $6`,
-    [filter.subscriptionId ?? null, filter.eventType ?? null, filter.reasonPrefix ?? null, filter.deadBefore ?? null, filter.after ?? null, filter.limit ?? 100, filter.deadSince ?? null, filter.applicationId ?? null],
+     LIMIT $8`,
+    [...filterParams(filter), filter.after ?? null, filter.limit ?? 100],
   );
   return rows;
+}
+
+/** How many dead letters match `filter` (the admin page's count, beyond the page it shows). */
+export async function countDeadLetters(q: Queryable, filter: DeadLetterFilter = {}): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM outbound_deliveries d JOIN outbound_events e ON e.id = d.event_id WHERE ${MATCHING}`,
+    filterParams(filter),
+  );
+  return rows[0]?.n ?? 0;
 }
 
 /** A dead letter with its body, attempts and replay history; NotFoundError if it is not dead. */

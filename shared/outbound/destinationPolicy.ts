@@ -44,6 +44,28 @@ export class DestinationRefusedError extends Error {
   }
 }
 
+/**
+ * Why deliveries to `url` are refused before any lookup (its host an IP literal the policy refuses,
+ * or a local name such as `localhost`), naming the setting that allows it; null when nothing
+ * refuses it so. Names that resolve to private addresses are refused only when delivered (then the
+ * dead letter says so): this check makes no DNS request.
+ */
+export function refusalOfUrl(policy: Pick<DestinationPolicy, "checkHost">, url: string): string | null {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return null;
+  }
+  try {
+    policy.checkHost(host);
+    return null;
+  } catch (error) {
+    if (!(error instanceof DestinationRefusedError)) throw error;
+    return `${error.host} is refused by the destination policy (${error.reason}): deliveries to it are dead-lettered as destination_refused; add ${error.host} to ALLOWED_DESTINATIONS to deliver there`;
+  }
+}
+
 /** The `dns.lookup` shape, with `all: true`: every address of a name. Injectable for tests. */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 

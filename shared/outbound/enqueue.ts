@@ -11,6 +11,8 @@ import { EventConflictError, NotFoundError, OutboundValidationError, PayloadTooL
 import { eventTypeProblem } from "./eventTypes.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { parseOrThrow } from "./validation.js";
+import { confirmedValidators, currentValidators, SchemaValidationError, schemaErrorsOf, validatorsOf } from "./catalogue.js";
+import type { Issue } from "./errors.js";
 import { setSpanAttributes, SPANS, withSpan } from "../telemetry/telemetry.js";
 import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 
@@ -47,6 +49,12 @@ export interface EnqueueResult {
   eventId: string;
   /** False when the event id was already enqueued: the existing deliveries are returned unchanged. */
   created: boolean;
+  /**
+   * Only when its type's catalogue entry validates with `warn` and the data did not match: the JSON
+   * Schema errors, also kept on the event (accepted all the same). Under `enforce` the call throws
+   * SchemaValidationError instead and writes nothing.
+   */
+  schemaErrors?: Issue[];
   deliveries: EnqueuedDelivery[];
 }
 
@@ -105,7 +113,7 @@ function nonJsonPath(value: unknown, path: string, seen: Set<object>): string | 
 }
 
 /** Validates an event and builds the exact body every attempt will send. Throws OutboundValidationError. */
-export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id: string; type: string; body: string; dataJson: string; applicationId: string; orderingKey: string | null } {
+export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id: string; type: string; body: string; dataJson: string; data: unknown; applicationId: string; orderingKey: string | null } {
   const valid = parseOrThrow(eventSchema, event, "event");
   if (valid.data === undefined) {
     throw new OutboundValidationError("Invalid event: data: required; send a JSON value (use null for none).", [{ path: "data", message: "required" }]);
@@ -119,18 +127,23 @@ export function prepareEvent(event: unknown, options: EnqueueOptions = {}): { id
   const size = Buffer.byteLength(body, "utf8");
   const limit = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   if (size > limit) throw new PayloadTooLargeError(size, limit);
-  return { id, type: valid.type, body, dataJson, applicationId: valid.applicationId ?? DEFAULT_APPLICATION_ID, orderingKey: valid.orderingKey ?? null };
+  return { id, type: valid.type, body, dataJson, data: valid.data, applicationId: valid.applicationId ?? DEFAULT_APPLICATION_ID, orderingKey: valid.orderingKey ?? null };
 }
 
 // Enqueue's statements, prepared once per connection of our own pool (shared/db/prepared.ts).
 
-/** A subscription `s` whose patterns match the event `e`'s type. */
+/**
+ * A subscription `s` whose patterns match the event `e`'s type and whose content filter, if it has
+ * one (migration 017, shared/outbound/filters.ts), matches its body. Without a filter the cost is
+ * one NULL test: `OR` evaluates its arms in order, so the body is never parsed for it.
+ */
 const MATCHES = `EXISTS (
        SELECT 1 FROM unnest(s.event_types) AS p(pattern)
        WHERE p.pattern = e.type
           OR p.pattern = '*'
           OR (right(p.pattern, 2) = '.*' AND starts_with(e.type, left(p.pattern, -1)))
-     )`;
+     )
+     AND (s.filter_path IS NULL OR jsonb_path_match(e.body::jsonb, s.filter_path))`;
 
 /** No event has an ordering key: no delivery is ordered, so the plain fan-out (what it was before ordered delivery). */
 const PLAIN_FANOUT = `fanned AS (
@@ -224,10 +237,16 @@ const KEYED_FANOUT_MANY = `matched AS (
  * The fan-out's shape is chosen per call by what the events carry (the results are the same): the
  * plain one when no event has an ordering key, so the common case pays nothing for ordered
  * delivery (bench/enqueue.ts measures it against the code before it); otherwise the keys' upsert
- * and places, for one event or for a batch. `checkApplications`: see `missing`.
+ * and places, for one event or for a batch. `checkApplications`: see `missing`; `flagged`: some
+ * event carries the JSON Schema errors its type's `warn` validation found (its last parameter).
  */
-const enqueueStatement = (input: string, fanout: string, checkApplications: boolean, keyed: boolean) => `WITH input AS (
+const enqueueStatement = (input: string, fanout: string, checkApplications: boolean, keyed: boolean, flagged: boolean) => `WITH input AS (
      ${input}
+   ),
+   -- The catalogue's revision, when it moved since the validators this process applied were read
+   -- (shared/outbound/catalogue.ts): the statement writes nothing, and the caller validates again.
+   stale AS (
+     SELECT token FROM outbound_catalogue_revision WHERE token <> $6
    ),${checkApplications ? `
    -- Events for an application that is not live (no foreign key: migration 014 says why). One is
    -- enough for the statement to write nothing at all, so a caller outside a transaction never
@@ -237,11 +256,12 @@ const enqueueStatement = (input: string, fanout: string, checkApplications: bool
      SELECT i.id, i.application_id FROM input i WHERE NOT EXISTS (SELECT 1 FROM outbound_applications a WHERE a.id = i.application_id AND a.deleted_at IS NULL)
    ),` : ""}
    inserted AS (
-     INSERT INTO outbound_events (id, type, body, application_id${keyed ? ", ordering_key" : ""})
-     SELECT i.id, i.type, i.body, i.application_id${keyed ? ", i.ordering_key" : ""} FROM input i${checkApplications ? `
-     WHERE NOT EXISTS (SELECT 1 FROM missing)` : ""}
+     INSERT INTO outbound_events (id, type, body, application_id${keyed ? ", ordering_key" : ""}${flagged ? ", schema_errors" : ""})
+     SELECT i.id, i.type, i.body, i.application_id${keyed ? ", i.ordering_key" : ""}${flagged ? ", i.schema_errors::jsonb" : ""} FROM input i
+     WHERE NOT EXISTS (SELECT 1 FROM stale)${checkApplications ? `
+       AND NOT EXISTS (SELECT 1 FROM missing)` : ""}
      ON CONFLICT (id) DO NOTHING
-     RETURNING id, type, application_id${keyed ? ", ordering_key" : ""}
+     RETURNING id, type, application_id, body${keyed ? ", ordering_key" : ""}
    ),
    ${fanout},
    -- Delivered by PostgreSQL only if and when the transaction commits; one per statement is enough.
@@ -252,7 +272,9 @@ const enqueueStatement = (input: string, fanout: string, checkApplications: bool
    UNION ALL
    SELECT 'delivery', event_id, id, subscription_id, status FROM fanned
    UNION ALL
-   SELECT 'notified', NULL, NULL, NULL, NULL FROM woken${checkApplications ? `
+   SELECT 'notified', NULL, NULL, NULL, NULL FROM woken
+   UNION ALL
+   SELECT 'stale_catalogue', token, NULL, NULL, NULL FROM stale${checkApplications ? `
    UNION ALL
    SELECT 'no_application', id, application_id, NULL, NULL FROM missing` : ""}`;
 /**
@@ -260,22 +282,27 @@ const enqueueStatement = (input: string, fanout: string, checkApplications: bool
  * while the plan for its actual values looks cheaper than the generic one, which a one-element
  * array always does (the generic plan guesses 100 elements): planning this CTE then cost more
  * than running it (measured: 210 µs of server CPU per event with an array, 78 with parameters).
- * $6 (the ordering key) only in the keyed shapes: a parameter the text never uses has no type.
+ * $6 is the catalogue revision; $7 (the ordering key) only in the keyed shapes, and the schema
+ * errors (after it) only in the flagged ones: a parameter the text never uses has no type.
  */
-const oneInput = (keyed: boolean) => `SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id${keyed ? ", $6::text AS ordering_key" : ""}`;
-const manyInput = (keyed: boolean) => keyed
-  ? `SELECT i.id, i.type, i.body, i.application_id, i.ordering_key, i.pos
-     FROM unnest($1::text[], $2::text[], $3::text[], $5::text[], $6::text[]) WITH ORDINALITY AS i(id, type, body, application_id, ordering_key, pos)
-     ORDER BY i.id`
-  : `SELECT i.id, i.type, i.body, i.application_id
-     FROM unnest($1::text[], $2::text[], $3::text[], $5::text[]) AS i(id, type, body, application_id)
+const oneInput = (keyed: boolean, flagged: boolean) => `SELECT $1::text AS id, $2::text AS type, $3::text AS body, $5::text AS application_id${keyed ? ", $7::text AS ordering_key" : ""}${flagged ? `, $${keyed ? 8 : 7}::text AS schema_errors` : ""}`;
+const manyInput = (keyed: boolean, flagged: boolean) => {
+  const columns = ["id", "type", "body", "application_id", ...(keyed ? ["ordering_key"] : []), ...(flagged ? ["schema_errors"] : [])];
+  const params = ["$1", "$2", "$3", "$5", ...(keyed ? ["$7"] : []), ...(flagged ? [`$${keyed ? 8 : 7}`] : [])].map((p) => `${p}::text[]`);
+  return `SELECT ${columns.map((c) => `i.${c}`).join(", ")}${keyed ? ", i.pos" : ""}
+     FROM unnest(${params.join(", ")})${keyed ? " WITH ORDINALITY" : ""} AS i(${columns.join(", ")}${keyed ? ", pos" : ""})
      ORDER BY i.id`;
-/** The statements by one event or many, checked applications, keyed: `_checked` for applications other than the default one, `_keyed` when an event has an ordering key. */
+};
+/**
+ * The statements by one event or many, checked applications, keyed, flagged: `_checked` for
+ * applications other than the default one, `_keyed` when an event has an ordering key,
+ * `_flagged` when an event carries schema errors (validation `warn`).
+ */
 const ENQUEUE = new Map<string, string>();
-for (const one of [true, false]) for (const checked of [false, true]) for (const keyed of [false, true]) {
-  const name = `outbound_enqueue_${one ? "one" : "many"}${checked ? "_checked" : ""}${keyed ? "_keyed" : ""}`;
+for (const one of [true, false]) for (const checked of [false, true]) for (const keyed of [false, true]) for (const flagged of [false, true]) {
+  const name = `outbound_enqueue_${one ? "one" : "many"}${checked ? "_checked" : ""}${keyed ? "_keyed" : ""}${flagged ? "_flagged" : ""}`;
   const fanout = !keyed ? PLAIN_FANOUT : one ? KEYED_FANOUT_ONE : KEYED_FANOUT_MANY;
-  ENQUEUE.set(`${one}|${checked}|${keyed}`, prepared(name, enqueueStatement(one ? oneInput(keyed) : manyInput(keyed), fanout, checked, keyed)));
+  ENQUEUE.set(`${one}|${checked}|${keyed}|${flagged}`, prepared(name, enqueueStatement(one ? oneInput(keyed, flagged) : manyInput(keyed, flagged), fanout, checked, keyed, flagged)));
 }
 const SAME_EVENT = prepared("outbound_same_event", `SELECT type = $2 AND (body::jsonb -> 'data') = $3::jsonb AND application_id = $4 AND ordering_key IS NOT DISTINCT FROM $5 AS same FROM outbound_events WHERE id = $1`);
 const DELIVERIES_OF = prepared("outbound_deliveries_of", `SELECT id, subscription_id AS "subscriptionId", status FROM outbound_deliveries WHERE event_id = $1 ORDER BY subscription_id`);
@@ -300,7 +327,7 @@ export const MAX_EVENTS_PER_BATCH = 1000;
  */
 export function enqueue(tx: Queryable, event: OutboundEvent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
   return withSpan(SPANS.outboxEnqueue, { "webhooks.event.type": typeof event?.type === "string" ? event.type.slice(0, 100) : undefined }, async (span) => {
-    const [result] = await write(tx, [prepareEvent(event, options)]);
+    const [result] = await write(tx, [prepareEvent(event, options)], false);
     setSpanAttributes(span, { "webhooks.event.id": result!.eventId, "webhooks.event.created": result!.created, "webhooks.deliveries": result!.deliveries.length });
     return result!;
   });
@@ -328,7 +355,7 @@ export function enqueueMany(tx: Queryable, events: readonly OutboundEvent[], opt
         throw inBatch(error, index);
       }
     });
-    const results = await write(tx, checked);
+    const results = await write(tx, checked, true);
     setSpanAttributes(span, { "webhooks.deliveries": results.reduce((n, r) => n + (r.created ? r.deliveries.length : 0), 0) });
     return results;
   });
@@ -340,18 +367,17 @@ function inBatch(error: unknown, index: number): unknown {
     return Object.assign(new PayloadTooLargeError(error.sizeBytes, error.limitBytes), { message: `events[${index}]: ${error.message}` });
   }
   if (error instanceof OutboundValidationError) {
-    return new OutboundValidationError(
-      `events[${index}]: ${error.message}`,
-      error.issues.map((issue) => ({ path: issue.path === "(root)" ? `[${index}]` : `[${index}].${issue.path}`, message: issue.message })),
-      { cause: error },
-    );
+    const issues = error.issues.map((issue) => ({ path: issue.path === "(root)" ? `[${index}]` : `[${index}].${issue.path}`, message: issue.message }));
+    if (error instanceof SchemaValidationError) return new SchemaValidationError(`events[${index}]: ${error.message}`, issues);
+    return new OutboundValidationError(`events[${index}]: ${error.message}`, issues, { cause: error });
   }
   return error;
 }
 
 type Checked = ReturnType<typeof prepareEvent>;
 
-async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]> {
+/** `located`: errors name the event by its index (`events[3]: …`), as enqueueMany's do. */
+async function write(tx: Queryable, events: Checked[], located: boolean): Promise<EnqueueResult[]> {
   if (events.length === 0) return [];
   // An id twice in one batch is written once; the repeat must be the same event (data compared as
   // a JSON value, key order aside, as PostgreSQL compares a repeat across calls).
@@ -367,15 +393,43 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
   const checked = batch.some((e) => e.applicationId !== DEFAULT_APPLICATION_ID);
   const keyed = batch.some((e) => e.orderingKey !== null);
   const one = batch.length === 1;
-  const text = ENQUEUE.get(`${one}|${checked}|${keyed}`)!;
-  const values: unknown[] = one
-    ? [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId]
-    : [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId)];
-  if (keyed) values.push(one ? batch[0]!.orderingKey : batch.map((e) => e.orderingKey));
-  const { rows } = await tx.query<{ kind: "event" | "delivery" | "notified" | "no_application"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }>(text, values);
+  let validators = currentValidators();
+  let rows: { kind: "event" | "delivery" | "notified" | "no_application" | "stale_catalogue"; event_id: string; id: string; subscription_id: string; status: EnqueuedDelivery["status"] }[];
+  let errors: (Issue[] | null)[];
+  for (let attempt = 0; ; attempt++) {
+    // The catalogue's validation (issue 30), before anything is written: `enforce` throws here,
+    // once the validators are known to be the database's current ones.
+    const validate = (v: typeof validators) => batch.map((e) => {
+      try {
+        return schemaErrorsOf(v, e.applicationId, e.type, e.data);
+      } catch (error) {
+        throw located ? inBatch(error, events.indexOf(e)) : error;
+      }
+    });
+    try {
+      errors = validate(validators);
+    } catch {
+      validators = await confirmedValidators(tx, validators);
+      errors = validate(validators);
+    }
+    const flagged = errors.some((e) => e !== null);
+    const text = ENQUEUE.get(`${one}|${checked}|${keyed}|${flagged}`)!;
+    const values: unknown[] = one
+      ? [batch[0]!.id, batch[0]!.type, batch[0]!.body, NOTIFY_CHANNEL, batch[0]!.applicationId, validators?.token ?? ""]
+      : [batch.map((e) => e.id), batch.map((e) => e.type), batch.map((e) => e.body), NOTIFY_CHANNEL, batch.map((e) => e.applicationId), validators?.token ?? ""];
+    if (keyed) values.push(one ? batch[0]!.orderingKey : batch.map((e) => e.orderingKey));
+    if (flagged) values.push(one ? JSON.stringify(errors[0]) : errors.map((e) => (e ? JSON.stringify(e) : null)));
+    ({ rows } = await tx.query<(typeof rows)[number]>(text, values));
+    // The statement wrote nothing: the catalogue changed since its validators were read.
+    const stale = rows.find((r) => r.kind === "stale_catalogue");
+    if (!stale) break;
+    if (attempt >= 5) throw new Error("The event catalogue kept changing while events were enqueued; enqueue again.");
+    validators = await validatorsOf(tx, stale.event_id);
+  }
   // The statement wrote nothing (see `missing`).
   const orphan = rows.find((r) => r.kind === "no_application");
   if (orphan) throw new NotFoundError("application", orphan.id);
+  const flags = new Map(batch.map((e, i) => [e.id, errors[i]!]));
   const created = new Map<string, EnqueuedDelivery[]>();
   for (const row of rows) if (row.kind === "event") created.set(row.event_id, []);
   for (const row of rows) {
@@ -394,12 +448,13 @@ async function write(tx: Queryable, events: Checked[]): Promise<EnqueueResult[]>
         reported.add(event.id);
         deliveries = existing;
       } else {
-        deliveries = (await write(tx, [event]))[0]!.deliveries;
+        deliveries = (await write(tx, [event], false))[0]!.deliveries;
       }
       created.set(event.id, deliveries);
     }
     // Created by this call on its first occurrence only; a later one in the batch is a repeat of it.
-    results.push({ eventId: event.id, created: !reported.has(event.id), deliveries });
+    const schemaErrors = reported.has(event.id) ? null : flags.get(event.id);
+    results.push({ eventId: event.id, created: !reported.has(event.id), deliveries, ...(schemaErrors ? { schemaErrors } : {}) });
     reported.add(event.id);
   }
   return results;

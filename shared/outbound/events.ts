@@ -23,6 +23,8 @@ export interface EventDetail extends EventSummary {
   /** The exact body every attempt sends (and signs). */
   body: string;
   deliveries: Delivery[];
+  /** Only for an event accepted under its type's `warn` validation: its data's JSON Schema errors. */
+  schemaErrors?: { path: string; message: string }[];
 }
 
 export interface EventFilter {
@@ -75,7 +77,7 @@ export async function listEvents(q: Queryable, filter: EventFilter = {}): Promis
 
 /** One event with its data and all its deliveries (oldest first); NotFoundError if none has this id. */
 export async function getEvent(q: Queryable, id: string): Promise<EventDetail> {
-  const { rows } = await q.query<Row>("SELECT id, application_id, type, body, created_at, created_at::text AS created_key FROM outbound_events WHERE id = $1", [id]);
+  const { rows } = await q.query<Row & { schema_errors: { path: string; message: string }[] | null }>("SELECT id, application_id, type, body, created_at, created_at::text AS created_key, schema_errors FROM outbound_events WHERE id = $1", [id]);
   if (!rows[0]) throw new NotFoundError("event", id);
   const deliveries = await q.query<Delivery>(
     `SELECT ${DELIVERY_COLUMNS}
@@ -85,5 +87,7 @@ export async function getEvent(q: Queryable, id: string): Promise<EventDetail> {
     [id],
   );
   const { key: _key, ...event } = summary(rows[0]);
-  return { ...event, data: (JSON.parse(rows[0].body) as { data: unknown }).data, body: rows[0].body, deliveries: deliveries.rows };
+  // Issue 30: the JSON Schema errors of an event accepted under its type's `warn` validation.
+  const flagged = rows[0].schema_errors ? { schemaErrors: rows[0].schema_errors } : {};
+  return { ...event, data: (JSON.parse(rows[0].body) as { data: unknown }).data, body: rows[0].body, deliveries: deliveries.rows, ...flagged };
 }

@@ -10,6 +10,9 @@
  * by slow start (1, 2, 4, … per round trip).
  * A 410 Gone disables at once and is not probed: the receiver said the endpoint is gone, so it
  * stays disabled until an operator re-enables it.
+ * A 429 is neither: the receiver is metering us, not failing. It does not count toward the breaker
+ * nor wipe the failures before it; it teaches the rate the endpoint is paced at (docs/outbound.md,
+ * "Rate-limited receivers").
  */
 import type { Completion } from "./types.js";
 
@@ -42,16 +45,29 @@ export interface HealthUpdate {
   throttleSeconds: number;
   /** A probe succeeded: the only way an open circuit closes. */
   probeSucceeded: boolean;
+  /** An attempt was answered 429: the endpoint's accepted rate is learnt again (at most once a second). */
+  rateLimited: boolean;
+  /** Of the 429s, the highest rate this relay saw the endpoint accept just before one; null: none seen. */
+  acceptedPerSecond: number | null;
+  /** The quota the receiver stated (RateLimit-Policy), the batch's last; null: it stated none. */
+  statedPerSecond: number | null;
 }
+
+/** Longest the receiver's "quota spent, resets in t s" holds the endpoint (as Retry-After's default bound). */
+export const RATE_RESET_HOLD_CAP_SECONDS = 3600;
 
 /** How long an answer asks us to leave the endpoint alone, whichever delivery got it. */
 export function throttleOf(c: Pick<Completion, "outcome" | "decision">): number {
+  // The receiver says its quota is spent (remaining 0) and when it resets: no request before then,
+  // whatever this answer was. Only as long as it says.
+  const limit = c.outcome.rateLimit;
+  const spent = limit?.remaining === 0 && limit.resetSeconds !== null ? Math.min(RATE_RESET_HOLD_CAP_SECONDS, limit.resetSeconds) : 0;
   // Said for the reader: a delivered attempt's decision waits 0 s and a 2xx is not a 429, so the
   // lines below give 0 too (this test made `false` survives as equivalent, docs/testing.md).
   // Stryker disable next-line StringLiteral: equivalent: `=== ""` is the test made false, as above
-  if (c.outcome.result === "delivered") return 0;
-  if (c.outcome.retryAfterSeconds !== null) return c.decision.delaySeconds;
-  return c.outcome.status === 429 ? 1 : 0;
+  if (c.outcome.result === "delivered") return spent;
+  if (c.outcome.retryAfterSeconds !== null) return Math.max(spent, c.decision.delaySeconds);
+  return Math.max(spent, c.outcome.status === 429 ? 1 : 0);
 }
 
 /** Folds a batch of completions, in the order they finished, into one update per subscription. */
@@ -60,9 +76,18 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
   for (const c of completions) {
     const id = c.delivery.subscriptionId;
     let u = bySub.get(id);
-    if (!u) bySub.set(id, (u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false }));
+    if (!u) {
+      u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null };
+      bySub.set(id, u);
+    }
     u.throttleSeconds = Math.max(u.throttleSeconds, throttleOf(c));
-    if (c.outcome.result === "delivered") {
+    u.statedPerSecond = c.outcome.rateLimit?.quotaPerSecond ?? u.statedPerSecond;
+    if (c.outcome.status === 429) {
+      // Not a failure, not a success: the breaker's count is left as it was.
+      u.rateLimited = true;
+      const accepted = c.acceptedPerSecond ?? null;
+      if (accepted !== null) u.acceptedPerSecond = Math.max(u.acceptedPerSecond ?? 0, accepted);
+    } else if (c.outcome.result === "delivered") {
       u.succeeded = true;
       if (c.delivery.probe) u.probeSucceeded = true;
       u.failures = 0;

@@ -8,7 +8,7 @@ export { resendEvent, sendTestEvent, NotSubscribedError, TEST_EVENT_TYPE, type S
 export { createRelay, type Relay, type RelayOptions } from "./relay.js";
 export { createRelayLoop, type RelayLoop, type RelayLoopCallbacks, type RelayLoopOptions } from "./relayLoop.js";
 export { listDeliveries, getDelivery, listAttempts, type Delivery, type DeliveryStatus, type DeliveryFilter, type Attempt } from "./deliveries.js";
-export { listDeadLetters, getDeadLetter, replayDeadLetter, replayDeadLetters, MAX_BULK_REPLAY, type DeadLetter, type DeadLetterFilter } from "./deadLetters.js";
+export { listDeadLetters, countDeadLetters, getDeadLetter, replayDeadLetter, replayDeadLetters, MAX_BULK_REPLAY, type DeadLetter, type DeadLetterFilter } from "./deadLetters.js";
 export { listOrderingKeys, getOrderingKey, skipOrderingKey, type OrderingKeyState, type SkipResult } from "./ordering.js";
 export { DEFAULT_HEALTH_POLICY, type HealthPolicy } from "./health.js";
 export { matchesEventType, eventTypeProblem, eventPatternProblem } from "./eventTypes.js";

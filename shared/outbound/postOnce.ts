@@ -5,6 +5,7 @@
  * bookkeeping cost more CPU than the HTTP itself, so the relay's hot path speaks to the pool directly.
  */
 import type { Dispatcher } from "undici";
+import { RATE_LIMIT_HEADERS } from "./rateLimitHeaders.js";
 
 export interface PostOnce {
   origin: string;
@@ -22,6 +23,8 @@ export interface PostOnce {
 export interface PostResponse {
   status: number;
   retryAfter: string | undefined;
+  /** The receiver's rate-limit headers (rateLimitHeaders.ts), when it sent any; undefined otherwise. */
+  rateLimit: Record<string, string> | undefined;
   /** The first `excerptBytes` of the response body. */
   excerpt: Buffer;
 }
@@ -44,6 +47,7 @@ export function postOnce(dispatcher: Dispatcher, req: PostOnce): Promise<PostRes
     let controller: Dispatcher.DispatchController | null = null;
     let status = 0;
     let retryAfter: string | undefined;
+    let rateLimit: Record<string, string> | undefined;
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let seen = 0;
@@ -53,7 +57,7 @@ export function postOnce(dispatcher: Dispatcher, req: PostOnce): Promise<PostRes
       settled = true;
       clearTimeout(timer);
       if (error) reject(error);
-      else resolve({ status, retryAfter, excerpt: kept.length === 1 ? kept[0]! : Buffer.concat(kept, keptBytes) });
+      else resolve({ status, retryAfter, rateLimit, excerpt: kept.length === 1 ? kept[0]! : Buffer.concat(kept, keptBytes) });
     };
     // A request still queued for a connection has no controller yet: it is settled now and
     // aborted by `onRequestStart` before a byte is written.
@@ -72,6 +76,10 @@ export function postOnce(dispatcher: Dispatcher, req: PostOnce): Promise<PostRes
         status = statusCode;
         const ra = headers["retry-after"];
         retryAfter = Array.isArray(ra) ? ra[0] : ra;
+        for (const name of RATE_LIMIT_HEADERS) {
+          const v = headers[name];
+          if (v !== undefined) (rateLimit ??= {})[name] = Array.isArray(v) ? v.join(", ") : String(v);
+        }
       },
       onResponseData(c, chunk) {
         if (keptBytes < req.excerptBytes) {

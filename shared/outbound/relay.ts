@@ -14,6 +14,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
 import { createLeaseKeeper } from "./leaseKeeper.js";
 import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, reportDone } from "./sql/claimDeliveries.js";
 import { createConcurrencyLimits } from "./adaptiveConcurrency.js";
+import { createAcceptedRates } from "./acceptedRate.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
 import { deferUnsent, UNREADABLE_SECRET_RETRY_SECONDS } from "./sql/deferUnsent.js";
@@ -22,6 +23,7 @@ import type { DeliveryOutcome, Transport } from "./transport.js";
 import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
+import { runTransformation, TransformationError, type TransformationLimits } from "./transformations.js";
 
 /** HTTP attempts a relay has in flight at once to one subscription, at most: the transport's connections per origin. */
 export const DEFAULT_HTTP_CONCURRENCY = 64;
@@ -35,8 +37,15 @@ export { DEFAULT_MAX_IN_FLIGHT };
  * next to nothing for an endpoint that hangs (limit 1, latency the timeout).
  */
 const CLAIM_AHEAD_MS = 250;
-/** Rounds of turns claimed for a subscription whose latency is not known yet (a new one). */
-const ROUNDS_AHEAD_UNKNOWN = 4;
+/** When the loop is woken after an endpoint's hold ends (ms after it, on this clock; see `attempt`). */
+const WAKES_AFTER_HOLD_MS = [5, 60, 200];
+/**
+ * Rounds of turns claimed for a subscription whose latency is not known yet (a new one): one. Four
+ * made 100 new endpoints that hang hold 2 000 deliveries (20 each), more than the relay's 1 024,
+ * none of them sendable until a timeout freed their turns (issue 28); a healthy one is claimed
+ * again as soon as its first answers give it a latency.
+ */
+const ROUNDS_AHEAD_UNKNOWN = 1;
 
 export interface RelayOptions {
   db: Database;
@@ -92,6 +101,8 @@ export interface RelayOptions {
   /** How long `stop` waits for in-flight attempts. Default: 30 000 ms. */
   shutdownTimeoutMs?: number;
   logger?: Logger;
+  /** Time and memory limits of subscriptions' transformations. Default: DEFAULT_TRANSFORMATION_LIMITS (100 ms, 16 MiB). */
+  transformationLimits?: TransformationLimits;
   /** Called after each batch of completions is written (tests, metrics). */
   onCompleted?: (completions: readonly Completion[], result: CompletionResult) => void;
 }
@@ -131,6 +142,8 @@ export function createRelay(options: RelayOptions): Relay {
   let nextProbeCheck = 0;
   const relayId = randomUUID();
   const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  /** What each endpoint accepted lately (successes per second), for learning its rate at a 429. */
+  const accepted = createAcceptedRates();
   const limits = createConcurrencyLimits({ max: httpConcurrency, initial: options.initialHttpConcurrency ?? Math.min(8, httpConcurrency) });
   /** Deliveries claimed under the in-flight count (id → token), and those finished since the last claim, per subscription. */
   const counted = new Map<string, string>();
@@ -154,21 +167,31 @@ export function createRelay(options: RelayOptions): Relay {
   };
 
   /** Rate-limited deliveries: their slot on this process's clock, and the latest start still within it. */
-  const slots = new Map<string, { at: number; latest: number }>();
+  const slots = new Map<string, NonNullable<ClaimedDelivery["slot"]>>();
+  /** Claims under way (their statements not back yet). */
+  let claiming = 0;
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
     const report = done;
     done = new Map();
     const shares = new Map<string, number>();
     for (const id of new Set([...limits.known(), ...loop.groups()])) shares.set(id, shareOf(id));
+    // A subscription this relay has not seen gets its first round from one claim at a time: two
+    // claims running together each gave it one (100 new endpoints that hang: 16 each, the relay's
+    // 1 024 slots full of attempts that could not start, a healthy endpoint's delivery unclaimed
+    // until their timeouts; issue 28). Those it already holds are in `shares`.
+    const perSubscription = claiming > 0 ? 0 : shareOf("");
+    claiming += 1;
     let claimed: ClaimedDelivery[];
     try {
       claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, {
-        limit, leaseSeconds, leaseToken, relayId, defaultMaxInFlight: maxInFlight, perSubscription: shareOf(""), shares, done: report,
+        limit, leaseSeconds, leaseToken, relayId, defaultMaxInFlight: maxInFlight, perSubscription, shares, done: report,
       }));
     } catch (error) {
       for (const [id, n] of report) done.set(id, (done.get(id) ?? 0) + n); // not written: report them next time
       throw error;
+    } finally {
+      claiming -= 1;
     }
     for (const d of claimed) {
       counted.set(d.id, d.leaseToken);
@@ -177,6 +200,7 @@ export function createRelay(options: RelayOptions): Relay {
     if (claimed.length < limit && Date.now() >= nextProbeCheck) {
       nextProbeCheck = Date.now() + probeCheckMs;
       limits.forgetIdle(10 * 60_000);
+      accepted.forgetIdle(performance.now());
       await forgetHolds(db).catch((error) => logger?.warn({ err: error }, "forgetting old relay holds failed; retrying later"));
       const probes = await claimProbeDeliveries(db, {
         limit: limit - claimed.length, leaseSeconds, leaseToken, probeIntervalSeconds: health.probeIntervalSeconds,
@@ -226,8 +250,25 @@ export function createRelay(options: RelayOptions): Relay {
       slots.delete(delivery.id);
       failuresOf(logger).record(`relay:secrets:${delivery.subscriptionId}`, "error", { err: error, deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, retryInSeconds: UNREADABLE_SECRET_RETRY_SECONDS },
         "delivery not sent: its subscription's secrets cannot be decrypted here; it waits (pending, uncounted) and is tried again");
-      await deferUnsent(db, delivery).catch((e) => logger?.warn({ err: e, deliveryId: delivery.id }, "could not defer the delivery; its lease runs out"));
+      // The delivery says why it waits (GET /deliveries/:id, the admin page; /healthz counts them).
+      const why = `${(error as Error).message} Every process writing to this database (servers, relays, your own code) needs the same ENCRYPTION_KEYS. Not sent and not counted; tried again every ${UNREADABLE_SECRET_RETRY_SECONDS} s.`;
+      await deferUnsent(db, delivery, why).catch((e) => logger?.warn({ err: e, deliveryId: delivery.id }, "could not defer the delivery; its lease runs out"));
       return null;
+    }
+  };
+
+  const transformationOf = async (delivery: ClaimedDelivery): Promise<{ outcome: DeliveryOutcome } | { body: string; headers?: Record<string, string>; url?: string }> => {
+    const startedAt = performance.now();
+    const no = (result: DeliveryOutcome["result"], errorClass: string, excerpt: string): { outcome: DeliveryOutcome } =>
+      ({ outcome: { result, status: null, latencyMs: Math.round(performance.now() - startedAt), errorClass, responseExcerpt: excerpt, retryAfterSeconds: null } });
+    try {
+      const result = await runTransformation(delivery.transformation!, JSON.parse(delivery.body), options.transformationLimits);
+      if (result.skip) return no("delivered", "skipped_by_transformation", "not sent: the subscription's transformation returned null for this event");
+      return result;
+    } catch (error) {
+      if (!(error instanceof TransformationError)) throw error;
+      logger?.warn({ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, reason: error.message }, "transformation failed; the delivery fails permanently");
+      return no("permanent", "transformation_failed", error.message);
     }
   };
 
@@ -235,24 +276,41 @@ export function createRelay(options: RelayOptions): Relay {
     let outcome: DeliveryOutcome;
     const startedAt = performance.now();
     try {
-      outcome = await transport.deliver({
-        url: delivery.url,
-        webhookId: delivery.id,
-        timestamp: Math.floor(Date.now() / 1000),
-        body: delivery.body,
-        secrets: open.secrets,
-        headers: open.headers,
-        ...(delivery.timeoutMs != null ? { timeoutMs: delivery.timeoutMs } : {}),
-      });
+      // The subscription's transformation (issue 30) decides what is sent: its body is what is
+      // signed. Its failure is this delivery's (permanent, with the reason), never the relay's.
+      const transformed = delivery.transformation ? await transformationOf(delivery) : null;
+      if (transformed && "outcome" in transformed) {
+        outcome = transformed.outcome;
+      } else {
+        outcome = await transport.deliver({
+          url: transformed?.url ?? delivery.url,
+          webhookId: delivery.id,
+          timestamp: Math.floor(Date.now() / 1000),
+          body: transformed?.body ?? delivery.body,
+          secrets: open.secrets,
+          headers: transformed?.headers ? { ...open.headers, ...transformed.headers } : open.headers,
+          ...(delivery.timeoutMs != null ? { timeoutMs: delivery.timeoutMs } : {}),
+        });
+      }
     } catch (error) {
       // The transport should classify everything; if it throws anyway, retry rather than lose.
       logger?.error({ err: error, deliveryId: delivery.id }, "transport threw; treating the attempt as retryable");
       outcome = { result: "retryable", status: null, latencyMs: 0, errorClass: "relay_error", responseExcerpt: null, retryAfterSeconds: null };
     }
     limits.record(delivery.subscriptionId, outcome, startedAt);
+    const now = performance.now();
+    if (outcome.result === "delivered") accepted.recordSuccess(delivery.subscriptionId, now);
     const decision = decideNext(delivery, outcome, retry);
     const throttle = throttleOf({ outcome, decision });
-    if (throttle > 0) throttled.set(delivery.subscriptionId, Math.max(throttled.get(delivery.subscriptionId) ?? 0, performance.now() + throttle * 1000));
+    if (throttle > 0 && now + throttle * 1000 > (throttled.get(delivery.subscriptionId) ?? 0)) {
+      throttled.set(delivery.subscriptionId, now + throttle * 1000);
+      // Claimed again the moment the hold ends, not at the next poll (up to a second later: a
+      // rate-limited endpoint's hold then wasted twice what it asked for). The database's hold
+      // started when the completion was written, a little after this answer: wake again after
+      // the usual delay of that write too.
+      for (const after of WAKES_AFTER_HOLD_MS) setTimeout(() => loop.wake(), throttle * 1000 + after).unref();
+    }
+    if (outcome.status === 429) return { delivery, outcome, decision, acceptedPerSecond: accepted.perSecond(delivery.subscriptionId, now) };
     return { delivery, outcome, decision };
   };
 

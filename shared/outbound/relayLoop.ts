@@ -17,6 +17,8 @@
  * cap of turns while the others run.
  */
 
+import { performance } from "node:perf_hooks";
+
 /** What `process` returns for an item it did not do: the loop releases it. */
 export const GIVE_BACK: unique symbol = Symbol("give back");
 
@@ -58,6 +60,13 @@ export interface RelayLoopOptions<C = unknown> {
   /** Most claims running at once. Default: 2. */
   claimers?: number;
   /**
+   * Longest the loop waits for half a batch of free slots while some are free, before it claims
+   * what is free. Default: 25 ms. Without it, slots held by attempts that hang (100 endpoints
+   * hanging until their timeout held 800 of 1 024) kept every claim waiting for those timeouts,
+   * and a healthy endpoint's new delivery waited up to a timeout for its claim (issue 28).
+   */
+  claimWaitMs?: number;
+  /**
    * The group an item belongs to (its subscription). Turns go round the groups with items waiting,
    * one at a time, and a group never has more than `turnsFor(group)` items processing: a group
    * whose items hang holds at most that many turns. Default: all items in one group.
@@ -80,6 +89,9 @@ export interface RelayLoop {
   /** The groups with unfinished items. */
   groups(): Set<string>;
 }
+
+/** Longest wait between two tries of a failed completion write or claim (it starts at 250 ms and doubles). */
+const RETRY_MAX_MS = 5_000;
 
 export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, options: RelayLoopOptions<C>): RelayLoop {
   let running = false;
@@ -108,14 +120,16 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
     });
 
   const write = async (batch: R[]) => {
-    for (;;) {
+    for (let failures = 0; ; failures++) {
       try {
         await callbacks.complete(batch);
         break;
       } catch (error) {
         callbacks.onError(error, "complete");
         // Keep the results: the outcome of an attempt must not vanish because the database blinked.
-        await new Promise((r) => setTimeout(r, options.pollIntervalMs));
+        // Retry on a short backoff of its own, not the poll backstop (which may be a minute):
+        // until it is written the outcome holds its endpoint's in-flight slots for every relay.
+        await new Promise((r) => setTimeout(r, Math.min(options.pollIntervalMs, RETRY_MAX_MS, 250 * 2 ** failures)));
       }
     }
     held -= batch.length;
@@ -208,18 +222,27 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
   /** Claims under way, and the slots they may fill (reserved so two claims never overfill). */
   const claims = new Set<Promise<void>>();
   let reserved = 0;
-  /** Set when a claim found nothing (or failed): the next one waits for a wake-up or the poll. */
+  /** Set when a claim found nothing: the next one waits for a wake-up or the poll. */
   let idle = false;
+  const claimWaitMs = Math.max(1, options.claimWaitMs ?? 25);
+  /** When the last claim started (performance.now()). */
+  let lastClaimAt = -Infinity;
 
+  let claimFailures = 0;
   const claimInto = async (limit: number) => {
     let items: C[];
     try {
       items = await callbacks.claim(limit);
     } catch (error) {
       callbacks.onError(error, "claim");
-      idle = true;
+      // Not "nothing to do": whatever woke this claim is still due and nothing may wake the loop
+      // again (a NOTIFY already spent, the poll a minute away). Hold this claim's place for a
+      // short backoff, then the loop claims again.
+      claimFailures += 1;
+      await new Promise((r) => setTimeout(r, Math.min(options.pollIntervalMs, RETRY_MAX_MS, 250 * 2 ** (claimFailures - 1))));
       return;
     }
+    claimFailures = 0;
     if (!running) {
       // Stopped while the claim ran: these were never started, give them back.
       await callbacks.release(items).catch((error) => callbacks.onError(error, "release"));
@@ -243,10 +266,14 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
     while (running) {
       woken = false;
       const free = options.concurrency - held - reserved;
-      // Wait for a useful number of free slots: many one-row claims would cost more than they bring.
+      // Wait for a useful number of free slots: many one-row claims would cost more than they bring,
+      // but not for ever: past claimWaitMs, what is free is claimed (at most one claim per
+      // claimWaitMs that way), so slots held by attempts that hang never keep the others waiting.
       // Up to `claimers` claims run at once: a claim's round trips and commit then overlap another's.
-      if (claims.size >= claimers || (free < lowWater && held + reserved > 0) || (idle && claims.size > 0)) {
-        await sleep(options.pollIntervalMs);
+      const short = free < lowWater && held + reserved > 0;
+      const waited = performance.now() - lastClaimAt;
+      if (claims.size >= claimers || (short && (free <= 0 || waited < claimWaitMs)) || (idle && claims.size > 0)) {
+        await sleep(short && free > 0 && claims.size < claimers && !idle ? Math.min(options.pollIntervalMs, claimWaitMs - waited) : options.pollIntervalMs);
         continue;
       }
       if (idle) {
@@ -256,6 +283,7 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
         continue;
       }
       const limit = Math.min(options.batchSize, free);
+      lastClaimAt = performance.now();
       reserved += limit;
       const claimed: Promise<void> = claimInto(limit).finally(() => {
         reserved -= limit;

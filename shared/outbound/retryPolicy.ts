@@ -18,7 +18,16 @@ export interface RetryPolicy {
   maxAttempts: number;
   /** Largest delay a `Retry-After` header can impose, in seconds. Default: 3600 (1 h). */
   retryAfterCapSeconds: number;
+  /**
+   * How long a delivery may keep being answered 429 before it is a dead letter, in seconds from the
+   * first 429 of the run (a 429 spends no attempt: the receiver is metering us, not failing).
+   * Default: DEFAULT_RATE_LIMITED_FOR_SECONDS (86 400: a day, about the span of the default schedule).
+   */
+  rateLimitedForSeconds?: number;
 }
+
+/** A receiver that answers 429 for this long (one delivery's run of 429s) gets a dead letter: a day. */
+export const DEFAULT_RATE_LIMITED_FOR_SECONDS = 86_400;
 
 /** Growth factor of the backoff ceiling per attempt. 4 rather than 2, so 12 attempts span about a day. */
 export const BACKOFF_FACTOR = 4;
@@ -48,6 +57,8 @@ export function validateRetryPolicy(policy: RetryPolicy): RetryPolicy {
   if (!(Number.isFinite(capSeconds) && capSeconds >= baseSeconds)) throw bad("capSeconds", "a number of seconds ≥ baseSeconds");
   if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) throw bad("maxAttempts", "an integer ≥ 1");
   if (!(Number.isFinite(retryAfterCapSeconds) && retryAfterCapSeconds >= 1)) throw bad("retryAfterCapSeconds", "a number of seconds ≥ 1");
+  const limitedFor = policy.rateLimitedForSeconds;
+  if (limitedFor !== undefined && !(Number.isFinite(limitedFor) && limitedFor >= 0)) throw bad("rateLimitedForSeconds", "a number of seconds ≥ 0");
   return policy;
 }
 

@@ -16,6 +16,9 @@ import { NotFoundError, OutboundValidationError } from "./errors.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { checkDestination, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
 import { parseOrThrow } from "./validation.js";
+import { filterToJsonPath } from "./filters.js";
+import { checkPatternsAgainstCatalogue } from "./catalogue.js";
+import { checkTransformation } from "./transformations.js";
 import { sealHeaders } from "../crypto/subscriptionSecrets.js";
 
 /**
@@ -31,10 +34,12 @@ const EDITABLE: Record<string, string> = {
   maxInFlight: "max_in_flight",
   rateLimitPerSecond: "rate_limit_per_second",
   attemptTimeoutMs: "attempt_timeout_ms",
+  filter: "filter",
+  transformation: "transformation",
 };
-const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb" };
-/** Fields that may be set to null: back to the default. */
-const NULLABLE = new Set(["description", "maxAttempts", "rateLimitPerSecond", "attemptTimeoutMs"]);
+const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb", filter: "::jsonb" };
+/** Fields that may be set to null: back to the default (a null filter: every event of its types). */
+const NULLABLE = new Set(["description", "maxAttempts", "rateLimitPerSecond", "attemptTimeoutMs", "filter", "transformation"]);
 
 /** The edit schema: every editable field of the creation schema, optional, some nullable. */
 function editSchema() {
@@ -65,16 +70,29 @@ export async function updateSubscription(
   id: string,
   input: unknown,
   options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost"> } = {},
-): Promise<Subscription> {
+): Promise<Subscription & { warnings?: string[] }> {
   const valid = parseOrThrow(subscriptionChangeSchema(), input, "subscription change") as Record<string, unknown>;
   if (typeof valid.url === "string") checkDestination(valid.url, options.destinationPolicy);
+  // New patterns are checked against the catalogue of the subscription's application (issue 30).
+  if (typeof valid.transformation === "string") await checkTransformation(valid.transformation);
+  let warnings: string[] = [];
+  if (Array.isArray(valid.eventTypes)) {
+    const { rows: owner } = await q.query<{ application_id: string }>("SELECT application_id FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL", [id]);
+    if (!owner[0]) throw new NotFoundError("subscription", id);
+    warnings = await checkPatternsAgainstCatalogue(q, valid.eventTypes as string[], owner[0].application_id);
+  }
   const sets: string[] = [];
   const values: unknown[] = [id];
   for (const [field, value] of Object.entries(valid)) {
     const column = EDITABLE[field]!;
     // Header values are stored encrypted, bound to this subscription (shared/crypto/subscriptionSecrets.ts).
-    values.push(field === "headers" ? JSON.stringify(sealHeaders(id, value as Record<string, string>)) : field === "eventTypes" ? [...new Set(value as string[])] : value);
+    values.push(field === "headers" ? JSON.stringify(sealHeaders(id, value as Record<string, string>)) : field === "eventTypes" ? [...new Set(value as string[])] : field === "filter" && value !== null ? JSON.stringify(value) : value);
     sets.push(`${column} = $${values.length}${CAST[column] ?? ""}`);
+    // The compiled filter goes with it (events enqueued from its commit on are filtered by the new one).
+    if (field === "filter") {
+      values.push(value === null ? null : filterToJsonPath(value));
+      sets.push(`filter_path = $${values.length}::jsonpath`);
+    }
   }
   // A new rate restarts the limiter's clock (issue 15's rate_next_at), rather than keeping the old spacing.
   if ("rateLimitPerSecond" in valid) sets.push("rate_next_at = NULL");
@@ -94,7 +112,7 @@ export async function updateSubscription(
   });
   if (!rows[0]) throw new NotFoundError("subscription", id);
   if (newUrl) await dueNow(q, id);
-  return toSubscription(rows[0], false);
+  return { ...toSubscription(rows[0], false), ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
 /** Makes the subscription's waiting deliveries (that no relay holds) due now, and wakes the relays. */

@@ -13,6 +13,9 @@ import { parseOrThrow } from "./validation.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { headersSchema } from "./subscriptionHeaders.js";
 import { matchesPatternSql } from "./patternSql.js";
+import { filterProblems, filterToJsonPath, type Filter } from "./filters.js";
+import { checkPatternsAgainstCatalogue } from "./catalogue.js";
+import { checkTransformation, MAX_TRANSFORMATION_LENGTH } from "./transformations.js";
 import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 import { openHeaders, openSecrets, sealHeaders, sealSecrets } from "../crypto/subscriptionSecrets.js";
 
@@ -27,6 +30,8 @@ export interface SubscriptionHealth {
   /** When a disabled endpoint gets its next probe; null when not probed (410 Gone waits for `enable`). */
   nextProbeAt: Date | null;
   lastFailureAt: Date | null;
+  /** In API answers: why the serving platform's destination policy refuses its URL (naming ALLOWED_DESTINATIONS), or null. */
+  destinationRefused?: string | null;
 }
 
 export interface Subscription {
@@ -44,6 +49,10 @@ export interface Subscription {
   maxAttempts: number | null;
   /** Sent with every attempt (lower-case names); never webhook-*, host, content-length or hop-by-hop. */
   headers: Record<string, string>;
+  /** Content filter (shared/outbound/filters.ts): only events whose body it matches get a delivery; null: every event of its types. */
+  filter: Filter | null;
+  /** Its transformation's source (docs/transformations.md); null: events are sent as enqueued. */
+  transformation: string | null;
   /** Paused by an operator: its deliveries wait (kept) until it is resumed. Independent of `status`. */
   paused: boolean;
   pausedAt: Date | null;
@@ -69,6 +78,16 @@ const urlSchema = z.string().check(
     if (url.hash) ctx.addIssue({ code: "custom", message: "must not have a #fragment" });
   }),
 );
+
+/** A content filter: every problem reported, each at its place inside the filter. */
+function filterSchema() {
+  return z.record(z.string(), z.unknown()).check(
+    z.superRefine((value, ctx) => {
+      for (const issue of filterProblems(value)) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path === "(root)" ? [] : [issue.path] });
+    }),
+    z.describe("Content filter on the event's body (docs/filters.md): only events it matches get a delivery, decided at enqueue. E.g. {\"data.amount\": {\"$gt\": 100}, \"data.currency\": {\"$in\": [\"EUR\", \"USD\"]}}. Operators: $eq $neq $in $nin $gt $gte $lt $lte $exists $prefix $contains, combined with $and $or $not."),
+  ) as unknown as z.ZodMiniType<Filter>;
+}
 
 /** What `createSubscription` accepts. */
 export const subscriptionInputSchema = z.strictObject({
@@ -103,6 +122,9 @@ export const subscriptionInputSchema = z.strictObject({
   attemptTimeoutMs: z.optional(z.number().check(z.int(), z.gte(100, "must be at least 100 ms"), z.lte(120_000, "must be at most 120000 ms (the relays also cap it at their OUTBOUND_TIMEOUT_MS)"))),
   ordered: z.optional(z.boolean()),
   headers: z.optional(headersSchema),
+  filter: z.optional(filterSchema()),
+  /** JavaScript `(event) => ({ body, headers?, url? } | null)` run before each attempt (docs/transformations.md). */
+  transformation: z.optional(z.string().check(z.minLength(1), z.maxLength(MAX_TRANSFORMATION_LENGTH))),
 });
 
 /** Most past events one backfill sends to a new subscription. */
@@ -135,6 +157,8 @@ export interface SubscriptionRow {
   description: string | null;
   max_attempts: number | null;
   headers: Record<string, string>;
+  filter?: Filter | null;
+  transformation?: string | null;
   paused_at: Date | null;
   status: SubscriptionStatus;
   consecutive_failures: number;
@@ -167,6 +191,8 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
     description: row.description,
     maxAttempts: row.max_attempts,
     headers: openHeaders(row.id, row.headers),
+    filter: row.filter ?? null,
+    transformation: row.transformation ?? null,
     paused: row.paused_at !== null,
     pausedAt: row.paused_at,
     ...flow,
@@ -199,9 +225,13 @@ export async function createSubscription(
   q: Queryable,
   input: unknown,
   options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost">; requestedBy?: string } = {},
-): Promise<Subscription & { backfilled?: number }> {
+): Promise<Subscription & { backfilled?: number; warnings?: string[] }> {
   const valid = parseOrThrow(createSubscriptionSchema, input, "subscription");
   checkDestination(valid.url, options.destinationPolicy);
+  // Patterns no catalogue entry matches: refused by a strict catalogue, else warned of (issue 30).
+  const warnings = await checkPatternsAgainstCatalogue(q, valid.eventTypes, valid.applicationId ?? DEFAULT_APPLICATION_ID);
+  const warned = warnings.length > 0 ? { warnings } : {};
+  if (valid.transformation !== undefined) await checkTransformation(valid.transformation);
   const id = `sub_${randomBytes(12).toString("base64url")}`;
   if (valid.secrets && valid.signatureScheme) {
     throw new OutboundValidationError("Invalid subscription: signatureScheme: give either secrets (each signs by its prefix) or signatureScheme (for a generated one), not both.", [{ path: "signatureScheme", message: "give either secrets or signatureScheme" }]);
@@ -210,6 +240,8 @@ export async function createSubscription(
   const eventTypes = [...new Set(valid.eventTypes)];
   // Secrets and header values are written encrypted, bound to this id (docs/secrets.md).
   const values = [id, valid.url, eventTypes, sealSecrets(id, secrets), valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(sealHeaders(id, valid.headers ?? {}))];
+  // The filter as given (shown back) and compiled (what the fan-out evaluates); both or neither.
+  const filter = valid.filter === undefined ? [null, null] : [JSON.stringify(valid.filter), filterToJsonPath(valid.filter)];
   const flow = [valid.maxInFlight ?? null, valid.rateLimitPerSecond ?? null, valid.attemptTimeoutMs ?? null, valid.ordered ?? false];
   const applicationId = valid.applicationId ?? DEFAULT_APPLICATION_ID;
   // The application must be live; its row is key-share locked, so a concurrent deletion of the
@@ -218,13 +250,13 @@ export async function createSubscription(
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
       `WITH app AS (${liveApp.replace("$APP", "$12")})
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text FROM app
        RETURNING *`,
-      [...values, ...flow, applicationId],
+      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null],
     );
     if (!rows[0]) throw new NotFoundError("application", applicationId);
-    return toSubscription(rows[0], true);
+    return { ...toSubscription(rows[0], true), ...warned };
   }
   // One statement: the events to send are counted first, and nothing is written beyond the cap.
   const { rows } = await q.query<SubscriptionRow & { matching: string; backfilled: string }>(
@@ -234,11 +266,12 @@ export async function createSubscription(
        WHERE e.created_at >= $8::timestamptz AND ($9::timestamptz IS NULL OR e.created_at < $9::timestamptz)
          AND e.application_id = $17
          AND ${matchesPatternSql("$3::text[]", "e.type")}
+         AND ($19::jsonpath IS NULL OR jsonb_path_match(e.body::jsonb, $19::jsonpath))
        LIMIT $10 + 1
      ),
      created AS (
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text FROM app
        WHERE (SELECT count(*) FROM past) <= $10
        RETURNING *
      ),
@@ -252,7 +285,7 @@ export async function createSubscription(
      SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
             (SELECT count(*) FROM woken) AS woken, (SELECT count(*) FROM app) AS live_app
      FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId],
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null],
   );
   const row = rows[0]!;
   if (Number((row as unknown as { live_app: string }).live_app) === 0) throw new NotFoundError("application", applicationId);
@@ -262,7 +295,7 @@ export async function createSubscription(
       [{ path: "backfill", message: `more than ${MAX_BACKFILL_EVENTS} events match` }],
     );
   }
-  return { ...toSubscription(row, true), backfilled: Number(row.backfilled) };
+  return { ...toSubscription(row, true), backfilled: Number(row.backfilled), ...warned };
 }
 
 /** Early feedback for IP literals and local names; names are checked again on every connection, on the address actually dialled. */
@@ -304,10 +337,11 @@ export async function listSubscriptions(
  */
 export async function enableSubscription(q: Queryable, id: string): Promise<Subscription> {
   const { rows } = await q.query<SubscriptionRow>(
+    // The cause is read by migration 020's trigger (an `endpoint.enabled` event, not `recovered`).
     `UPDATE outbound_subscriptions
      SET status = 'active', consecutive_failures = 0, disabled_reason = NULL, disabled_at = NULL,
          next_probe_at = NULL, updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL
+     WHERE id = $1 AND deleted_at IS NULL AND set_config('webhooks.health_cause', 'operator', true) = 'operator'
      RETURNING *`,
     [id],
   );

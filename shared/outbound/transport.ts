@@ -16,6 +16,7 @@ import { Agent, buildConnector } from "undici";
 import { createDestinationPolicy, DESTINATION_REFUSED, type Resolver } from "./destinationPolicy.js";
 import { postOnce } from "./postOnce.js";
 import { parseRetryAfter } from "./retryPolicy.js";
+import { parseRateLimit, type RateLimitInfo } from "./rateLimitHeaders.js";
 import { signatureHeader } from "./signature.js";
 
 export interface DeliveryRequest {
@@ -45,6 +46,8 @@ export interface DeliveryOutcome {
   responseExcerpt: string | null;
   /** The receiver's `Retry-After`, in seconds, when it sent a parseable one. */
   retryAfterSeconds: number | null;
+  /** What the receiver said about its rate limit (RateLimit-*, X-RateLimit-* headers), when it said anything. */
+  rateLimit?: RateLimitInfo | null;
 }
 
 export interface Transport {
@@ -158,6 +161,7 @@ export function createTransport(options: TransportOptions = {}): Transport {
         errorClass: errorClassOfStatus(status),
         responseExcerpt: decodeExcerpt(res.excerpt),
         retryAfterSeconds: parseRetryAfter(res.retryAfter),
+        rateLimit: res.rateLimit ? parseRateLimit(res.rateLimit) : null,
       });
     } catch (err) {
       const errorClass = classifyError(err);

@@ -27,18 +27,22 @@ export interface ClaimedDelivery {
   maxAttempts: number | null;
   /** The subscription's custom headers, sent with the attempt (validated: never webhook-*, host, …). */
   headers?: Record<string, string>;
+  /** The subscription's transformation (shared/outbound/transformations.ts), run before the attempt; null: none. */
+  transformation?: string | null;
   /** The subscription's own attempt deadline (bounded by the transport's), or null for the transport's. */
   timeoutMs?: number | null;
   /**
    * Rate-limited subscriptions: when this attempt may start, on the claiming process's clock
    * (performance.now()): not before `at`, not after `latest` (then it is given back unsent). Null: at once.
    */
-  slot?: { at: number; latest: number } | null;
+  slot?: { at: number; latest: number; /** A configured limit's (kept strictly), not a learnt pace's. */ strict?: boolean } | null;
   leaseToken: string;
   /** Ordered delivery: its ordering key (it is its key's head: the only one of the key a relay can hold). */
   orderingKey?: string | null;
   /** Sent to a disabled endpoint to test recovery: a failure does not count toward the maximum. */
   probe: boolean;
+  /** When the delivery's current run of 429 answers started (ms, Unix epoch), or null (decide.ts bounds it). */
+  rateLimitedSince?: number | null;
 }
 
 /** What happens to a delivery after an attempt. */
@@ -57,4 +61,9 @@ export interface Completion {
   delivery: ClaimedDelivery;
   outcome: DeliveryOutcome;
   decision: Decision;
+  /**
+   * For a 429: the successes per second this relay saw the endpoint accept just before it
+   * (acceptedRate.ts), from which the rate the endpoint is paced at is learnt; null when none.
+   */
+  acceptedPerSecond?: number | null;
 }

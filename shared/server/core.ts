@@ -12,6 +12,10 @@ import type { Logger } from "pino";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
 import { bearerAuthenticator, type Authenticator, type Principal } from "./auth.js";
 import type { OperationDoc } from "./operation.js";
+import { HttpError } from "./httpError.js";
+import { checkQuery, pathParameter } from "./parameters.js";
+
+export { HttpError };
 
 export { bearerAuthenticator, bearerMatches, type Authenticator, type Principal } from "./auth.js";
 
@@ -56,20 +60,6 @@ export interface Route {
   handler: Handler;
   /** Its entry in the OpenAPI document (./openapi.ts); routes without one are not documented. */
   doc?: OperationDoc;
-}
-
-/** An error a caller can act on: becomes `{ error: { code, message, details } }` with `status`. */
-export class HttpError extends Error {
-  override name = "HttpError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
 }
 
 export interface AppOptions {
@@ -209,13 +199,8 @@ export function createApp(options: AppOptions): App {
         throw new HttpError(401, "unauthorized", "Missing, wrong or revoked bearer token: send `Authorization: Bearer <API key or ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
       }
       const params: Record<string, string> = {};
-      route.names.forEach((name, i) => {
-        try {
-          params[name] = decodeURIComponent(m[i + 1] ?? "");
-        } catch {
-          throw new HttpError(400, "bad_path", `Path parameter ${name} is not valid percent-encoding.`);
-        }
-      });
+      route.names.forEach((name, i) => { params[name] = pathParameter(name, m[i + 1] ?? ""); });
+      checkQuery(url.search);
       let cached: Promise<Buffer> | undefined;
       const source = raw.body;
       const readBody = async (): Promise<Buffer> => {

@@ -6,6 +6,18 @@ import { ConfigError, loadConfig } from "../config.js";
 import { mapPlatformError, startPlatform } from "../platform.js";
 import { listen, StartError } from "./listen.js";
 import { createHttpServer } from "./router.js";
+import { localAdminToken, type LocalAdminToken } from "./localAdminToken.js";
+
+/**
+ * The banner's token lines. The token is shown in full only when this start generated it; a kept
+ * one (`<DATA_DIR>.admin-token`) is named by its file, one set by ADMIN_TOKEN by the setting.
+ */
+function tokenLines(token: string, kept: LocalAdminToken | undefined): { shown: string; cli: string } {
+  if (!kept) return { shown: `${token.slice(0, 4)}… (ADMIN_TOKEN, as set)`, cli: "<your ADMIN_TOKEN>" };
+  if (!kept.file) return { shown: `${token}  (generated for this run: it changes at every start; set ADMIN_TOKEN to keep one)`, cli: token };
+  if (kept.generated) return { shown: `${token}  (generated, kept in ${kept.file} for the next starts; set ADMIN_TOKEN to choose one)`, cli: token };
+  return { shown: `${token.slice(0, 4)}… (the same as before: kept in ${kept.file}; \`cat\` it to see it)`, cli: `"$(cat ${kept.file})"` };
+}
 
 async function main(): Promise<void> {
   if (process.argv.includes("--demo")) {
@@ -13,7 +25,10 @@ async function main(): Promise<void> {
     const demo = await import("../demo/run.js");
     return demo.main();
   }
-  const config = loadConfig();
+  const loaded = loadConfig();
+  // Without ADMIN_TOKEN, the embedded database keeps its generated token beside it, as its key.
+  const kept = loaded.adminTokenGenerated ? await localAdminToken(loaded) : undefined;
+  const config = kept ? { ...loaded, ADMIN_TOKEN: kept.token } : loaded;
   const platform = await startPlatform(config);
   const server = createHttpServer({
     routes: platform.routes,
@@ -33,10 +48,16 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.PORT;
   const base = `http://127.0.0.1:${port}`;
-  console.log(`multicloud-webhooks is running at ${base} on ${platform.db.kind === "pglite" ? `the embedded database (${config.DATA_DIR})` : "PostgreSQL"}`);
-  console.log(`  admin page:   ${base}/admin`);
-  console.log(`  admin token:  ${config.ADMIN_TOKEN}${config.adminTokenGenerated ? "  (generated; set ADMIN_TOKEN to keep one)" : ""}`);
-  console.log(`  CLI:          WEBHOOKS_URL=${base} ADMIN_TOKEN=${config.ADMIN_TOKEN} npx webhooks --help`);
+  const token = tokenLines(config.ADMIN_TOKEN, kept);
+  // One block, after the log lines of the start are out (the logger writes asynchronously): a log
+  // line never lands between the banner's lines.
+  await new Promise<void>((resolve) => platform.logger.flush(() => resolve()));
+  process.stdout.write([
+    `multicloud-webhooks is running at ${base} on ${platform.db.kind === "pglite" ? `the embedded database (${config.DATA_DIR})` : "PostgreSQL"}`,
+    `  admin page:   ${base}/admin`,
+    `  admin token:  ${token.shown}`,
+    `  CLI:          WEBHOOKS_URL=${base} ADMIN_TOKEN=${token.cli} npx webhooks --help`,
+  ].join("\n") + "\n");
 
   let stopping = false;
   const shutdown = async (signal: string) => {

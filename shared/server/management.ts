@@ -12,12 +12,14 @@
 import type { PlatformContext } from "../context.js";
 import { isUnavailable } from "../db/port.js";
 import { healthSchema } from "./schemas.js";
+import { unsentDeliveriesProblem } from "../outbound/unsent.js";
 import { HttpError, type Route } from "./core.js";
 import { adminRoutes } from "./routes/admin.js";
 import { documentRoutes } from "./routes/document.js";
 import { inboxRoutes, RECEIVE_WEBHOOK_DOC } from "./routes/inbound.js";
 import { outboundRoutes } from "./routes/outbound.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
+import { catalogueRoutes } from "./routes/catalogue.js";
 import { instrumentRoutes } from "../telemetry/instrument.js";
 import { withAccessControl } from "../tenancy/access.js";
 import { tenancyRoutes } from "./routes/tenancy.js";
@@ -52,17 +54,19 @@ function healthRoute(ctx: ManagementContext): Route {
     doc: {
       operationId: "health", tag: "Health", summary: "Whether the platform and its database answer", noDatabase: true,
       responses: {
-        200: { description: "Up.", schema: healthSchema },
+        200: { description: "Up: `ok`, or `degraded` with `problems` (deliveries the relay cannot send for a reason of the configuration, such as secrets it cannot decrypt with its ENCRYPTION_KEYS).", schema: healthSchema },
         503: { description: "The database does not answer.", schema: healthSchema, headers: { "Retry-After": "Seconds to wait." } },
       },
     },
     handler: async () => {
       try {
         await db.query("SELECT 1");
-        return { status: 200, body: { status: "ok", database: db.kind } };
       } catch {
         return { status: 503, headers: { "retry-after": "5" }, body: { status: "unavailable", database: db.kind } };
       }
+      // Up either way (the database answers); what keeps deliveries from going is said here, not only in the relay's log.
+      const problems = [await unsentDeliveriesProblem(db).catch(() => null)].filter((p): p is string => p !== null);
+      return { status: 200, body: problems.length ? { status: "degraded", database: db.kind, problems } : { status: "ok", database: db.kind } };
     },
   };
 }
@@ -106,6 +110,7 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
   const routes: Route[] = instrumentRoutes(withAccessControl([
     healthRoute(ctx),
     ...subscriptionRoutes(ctx),
+    ...catalogueRoutes(ctx),
     ...outboundRoutes(ctx),
     ...(options.ingest ? [options.ingest] : []),
     ...inboxRoutes(ctx),

@@ -52,6 +52,7 @@ function queryParameters(schema: z.core.$ZodType): JsonSchema[] {
     in: "query",
     required: object.required?.includes(name) ?? false,
     ...(typeof s.description === "string" ? { description: s.description } : {}),
+    ...(s.deprecated === true ? { deprecated: true } : {}),
     schema: s,
   }));
 }

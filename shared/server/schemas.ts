@@ -33,6 +33,12 @@ export const subscriptionSchema = z.strictObject({
   description: nullableText,
   maxAttempts: z.nullable(int),
   headers: z.record(z.string(), z.string()).check(z.describe(CUSTOM_HEADERS_DESCRIPTION)),
+  /** Issue 30: when created or edited, the patterns that match no entry of a non-strict catalogue. */
+  warnings: z.optional(z.array(z.string())),
+  /** Its content filter (docs/filters.md); null: every event of its types. */
+  filter: z.nullable(z.record(z.string(), z.unknown())),
+  /** Its transformation's JavaScript source (docs/transformations.md); null: none. */
+  transformation: z.nullable(z.string()),
   paused: z.boolean(),
   pausedAt: nullableTime,
   // Flow control (issue 15, migration 011): present once that migration is applied.
@@ -47,6 +53,8 @@ export const subscriptionSchema = z.strictObject({
     disabledAt: nullableTime,
     nextProbeAt: nullableTime,
     lastFailureAt: nullableTime,
+    /** Why this platform's destination policy refuses its URL (naming ALLOWED_DESTINATIONS), or null. */
+    destinationRefused: z.optional(nullableText),
   }),
   createdAt: time,
   updatedAt: time,
@@ -122,11 +130,13 @@ export const deadLetterSchema = z.extend(deliverySchema, {
   replayHistory: z.array(z.strictObject({ previousReason: nullableText, requestedBy: nullableText, createdAt: time })),
 });
 
+/** Issue 30: the JSON Schema errors of an event accepted under its type's `warn` validation. */
+const schemaErrors = z.optional(z.array(z.strictObject({ path: z.string(), message: z.string() })).check(z.describe("Only for an event whose type validates with `warn` and whose data its schema refused: the errors (the event was accepted).")));
 export const eventSummarySchema = z.strictObject({ id: z.string(), applicationId: z.string(), type: z.string(), occurredAt: z.string(), createdAt: time });
-export const eventDetailSchema = z.extend(eventSummarySchema, { data: z.unknown(), body: z.string(), deliveries: z.array(deliverySchema) });
+export const eventDetailSchema = z.extend(eventSummarySchema, { data: z.unknown(), body: z.string(), deliveries: z.array(deliverySchema), schemaErrors });
 
 const enqueuedDelivery = z.strictObject({ id: z.string(), subscriptionId: z.string(), status: z.enum(["pending", "delivered", "dead", "cancelled"]) });
-export const enqueueResultSchema = z.strictObject({ eventId: z.string(), created: z.boolean(), deliveries: z.array(enqueuedDelivery) });
+export const enqueueResultSchema = z.strictObject({ eventId: z.string(), created: z.boolean(), deliveries: z.array(enqueuedDelivery), schemaErrors });
 export const sendResultSchema = z.strictObject({ eventId: z.string(), deliveries: z.array(enqueuedDelivery) });
 export const batchResultSchema = z.strictObject({ results: z.array(enqueueResultSchema) });
 export const replayResultSchema = z.strictObject({ replayed: z.array(z.string()), skipped: z.array(z.string()) });
@@ -191,7 +201,12 @@ export const entitySchema = z.strictObject({
 });
 
 export const ingestResultSchema = z.strictObject({ received: z.literal(true), inboxId: z.string(), duplicate: z.boolean(), payloadMismatch: z.optional(z.boolean()) });
-export const healthSchema = z.strictObject({ status: z.enum(["ok", "unavailable"]), database: z.string() });
+export const healthSchema = z.strictObject({
+  status: z.enum(["ok", "degraded", "unavailable"]),
+  database: z.string(),
+  /** With `degraded`: what keeps deliveries from going, each saying what to do. */
+  problems: z.optional(z.array(z.string())),
+});
 export const statsSchema = z.strictObject({
   minutes: int,
   series: z.array(z.strictObject({ minute: time, delivered: int, retried: int, failed: int, deadLettered: int })),
@@ -201,3 +216,6 @@ export const statsSchema = z.strictObject({
 export function pageOf(name: string, row: z.core.$ZodType) {
   return z.strictObject({ [name]: z.array(row), next: z.nullable(z.string()) });
 }
+
+/** A count of what a list's filters select (`GET /dead-letters/count`, `GET /inbox/count`). */
+export const countSchema = z.strictObject({ count: int });

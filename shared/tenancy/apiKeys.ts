@@ -11,8 +11,9 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import * as z from "zod/mini";
 import type { Queryable } from "../db/port.js";
-import { NotFoundError } from "../outbound/errors.js";
+import { NotFoundError, OutboundValidationError } from "../outbound/errors.js";
 import { parseOrThrow } from "../outbound/validation.js";
+import { PLATFORM_APPLICATION_ID } from "./defaults.js";
 
 /** What a key may do: `write` also changes things; `read` only reads. */
 export type KeyAccess = "write" | "read";
@@ -72,7 +73,8 @@ const toKey = (r: Row): ApiKey => ({
 
 /**
  * Creates a key; the answer carries `key`, the only time it is shown. An application key names a
- * live application (NotFoundError otherwise).
+ * live application (NotFoundError otherwise), never the platform's own (operator-only: its
+ * resources are no tenant's, docs/tenancy.md#operator-only).
  * @example
  * const { key } = await createApiKey(db, { applicationId: "app_…", access: "read" }, { createdBy: "bootstrap" });
  */
@@ -82,6 +84,12 @@ export async function createApiKey(q: Queryable, input: unknown, options: { crea
   const key = `whk_${hexId}_${randomBytes(32).toString("base64url")}`;
   const id = `key_${hexId}`;
   const applicationId = valid.applicationId ?? null;
+  if (applicationId === PLATFORM_APPLICATION_ID) {
+    throw new OutboundValidationError(
+      `Invalid API key: applicationId: ${PLATFORM_APPLICATION_ID} holds the platform's own resources (alerts, forwarding) and is operator-only; create an operator key (no applicationId) instead.`,
+      [{ path: "applicationId", message: "operator-only application" }],
+    );
+  }
   const { rows } = await q.query<Row>(
     `INSERT INTO management_api_keys (id, secret_sha256, access, application_id, description, created_by)
      SELECT $1, $2, $3, $4, $5, $6

@@ -8,9 +8,9 @@ import * as z from "zod/mini";
 import type { Database, Queryable } from "../db/port.js";
 import { NotFoundError } from "../outbound/errors.js";
 import { parseOrThrow } from "../outbound/validation.js";
-import { DEFAULT_APPLICATION_ID } from "./defaults.js";
+import { DEFAULT_APPLICATION_ID, PLATFORM_APPLICATION_ID } from "./defaults.js";
 
-export { DEFAULT_APPLICATION_ID };
+export { DEFAULT_APPLICATION_ID, PLATFORM_APPLICATION_ID };
 
 export interface Application {
   id: string;
@@ -75,11 +75,14 @@ export async function listApplications(q: Queryable, options: { limit?: number; 
  * deleted as `DELETE /subscriptions/:id` does (pending deliveries `cancelled`, kept as history, an
  * attempt in flight finishes and is logged, not applied). Its events, deliveries and dead letters
  * stay readable by operators; its keys are revoked; it takes no new subscriptions or events.
- * The default application cannot be deleted.
+ * Neither the default application nor the platform's own can be deleted.
  */
 export async function deleteApplication(db: Database, id: string, options: { cascade?: boolean; revokedBy?: string } = {}): Promise<DeletedApplication> {
   if (id === DEFAULT_APPLICATION_ID) {
     throw new ApplicationInUseError(id, "The default application cannot be deleted: calls that name no application use it. Delete its subscriptions instead.");
+  }
+  if (id === PLATFORM_APPLICATION_ID) {
+    throw new ApplicationInUseError(id, `${PLATFORM_APPLICATION_ID} holds the platform's own subscriptions (alerts, forwarding) and cannot be deleted; unset ALERT_WEBHOOK_URL or a partner's forward, or delete one of its subscriptions.`);
   }
   return db.transaction(async (tx) => {
     // Locked first: a subscription created concurrently for it waits, then sees it deleted.

@@ -64,6 +64,13 @@ export class AuroraDatabase extends Construct {
       skipFinalSnapshot: false,
       finalSnapshotIdentifier: `${props.prefix}-db-final`,
       enabledCloudwatchLogsExports: ["postgresql"],
+      // AWS applies minor upgrades itself (auto_minor_version_upgrade on the writer). The provider
+      // then reads the newer version into engine_version (its compareActualEngineVersion keeps the
+      // configured value only when it is a prefix of the actual one: "16" for "16.8", not "16.6"),
+      // and every later plan would try to take the cluster back to 16.6, which RDS refuses. The
+      // configured version is the one a cluster is created with; a major upgrade is a code change
+      // anyway (the parameter group's family).
+      lifecycle: { ignoreChanges: ["engine_version"] },
     });
     this.writer = new RdsClusterInstance(this, "writer", {
       identifier: `${props.prefix}-db-writer`,
@@ -74,6 +81,8 @@ export class AuroraDatabase extends Construct {
       publiclyAccessible: false,
       performanceInsightsEnabled: true,
       autoMinorVersionUpgrade: true,
+      // Follows the cluster, whose upgrades AWS applies to its instances (see the cluster above).
+      lifecycle: { ignoreChanges: ["engine_version"] },
     });
     this.endpoint = cluster.endpoint;
     this.port = Token.asString(cluster.port);

@@ -18,7 +18,7 @@ import { MANAGEMENT_BASE_PATH, ManagementApi } from "./managementApi.js";
 import { Observability } from "./observability.js";
 import { PrivateNetwork } from "./privateNetwork.js";
 import { QueueWorker } from "./queueWorker.js";
-import { RelaySchedule } from "./relaySchedule.js";
+import { RelaySchedule, relayModeEnv } from "./relaySchedule.js";
 import { WebhookQueue } from "./webhookQueue.js";
 import { WebhookSecrets } from "./webhookSecrets.js";
 
@@ -135,7 +135,7 @@ export class AwsWebhooksStack extends TerraformStack {
       config,
       roles,
       after: [migration.done],
-      function: fn("relay", artifacts.relay, { ...databaseEnv, ...encryptionEnv, ...alertEnv }, inVpc(network.relaySecurityGroupId), [migration.done, ...secrets.generated]),
+      function: fn("relay", artifacts.relay, { ...databaseEnv, ...encryptionEnv, ...alertEnv, ...relayModeEnv(config) }, inVpc(network.relaySecurityGroupId), [migration.done, ...secrets.generated]),
     });
     const ingress = new HttpIngress(this, "ingress", {
       prefix,
@@ -151,6 +151,10 @@ export class AwsWebhooksStack extends TerraformStack {
         MAX_INBOUND_BODY_BYTES: String(MAX_INBOUND_BODY_BYTES),
       }),
     });
+    // Scheduled mode: a write that makes deliveries due wakes the relay (functions/aws/wakeRelay.ts).
+    const wakeGrant = config.relayMode === "scheduled"
+      ? roles.grant("management", "wake-relay", [{ Effect: "Allow", Action: ["lambda:InvokeFunction"], Resource: relay.functionArn }])
+      : undefined;
     const management = new ManagementApi(this, "management", {
       config,
       ingress,
@@ -162,10 +166,11 @@ export class AwsWebhooksStack extends TerraformStack {
           ...encryptionEnv,
           WEBHOOKS_ADMIN_TOKEN_SECRET_ARN: secrets.adminTokenSecretArn,
           WEBHOOKS_MANAGEMENT_BASE_PATH: MANAGEMENT_BASE_PATH,
+          ...(wakeGrant ? { WEBHOOKS_RELAY_FUNCTION: relay.functionName } : {}),
         },
         inVpc(network.workerSecurityGroupId),
         // Served once the schema, its secrets' values and its own grants exist.
-        [migration.done, ...secrets.generated, roles.policies.management],
+        [migration.done, ...secrets.generated, roles.policies.management, ...(wakeGrant ? [wakeGrant] : [])],
       ),
     });
 

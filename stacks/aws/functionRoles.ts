@@ -63,6 +63,7 @@ export class FunctionRoles extends Construct {
   /** Each function's inline policy: what must exist before the function's first call. */
   readonly policies = {} as Record<AwsFunctionName, IamRolePolicy>;
   private readonly prefix: string;
+  private readonly roleNames = {} as Record<AwsFunctionName, string>;
 
   constructor(scope: Construct, id: string, props: FunctionRolesProps) {
     super(scope, id);
@@ -128,6 +129,19 @@ export class FunctionRoles extends Construct {
   }
 
   /**
+   * A further inline policy on a function's role, for a grant on a resource made after the roles
+   * (the relay function the management function wakes in scheduled mode). Returns the policy, for
+   * the function's `after`.
+   */
+  grant(fn: AwsFunctionName, what: string, statements: Statement[]): IamRolePolicy {
+    return new IamRolePolicy(this, `${fn}-${what}-policy`, {
+      name: `${fn}-${what}`,
+      role: this.roleNames[fn],
+      policy: JSON.stringify({ Version: "2012-10-17", Statement: statements }),
+    });
+  }
+
+  /**
    * A role for an AWS service acting on our behalf (the scheduler invoking the relay, API
    * Gateway sending to SQS), kept here with the other identities. Returns its ARN.
    */
@@ -142,7 +156,10 @@ export class FunctionRoles extends Construct {
       role: role.id,
       policy: JSON.stringify({ Version: "2012-10-17", Statement: statements }),
     });
-    if (name === "ingest" || name === "processor" || name === "relay" || name === "migrate" || name === "management") this.policies[name] = policy;
+    if (name === "ingest" || name === "processor" || name === "relay" || name === "migrate" || name === "management") {
+      this.policies[name] = policy;
+      this.roleNames[name] = role.id;
+    }
     return role;
   }
 }

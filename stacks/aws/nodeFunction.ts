@@ -20,6 +20,8 @@ export interface NodeFunctionProps {
   vpc?: { subnetIds: string[]; securityGroupIds: string[] };
   /** What must be in place before this code is deployed (the migration its code expects). */
   after?: ITerraformDependable[];
+  /** Most instances at once (reserved concurrency); absent: the account's unreserved pool. */
+  reservedConcurrency?: number;
 }
 
 export class NodeFunction extends Construct {
@@ -42,6 +44,7 @@ export class NodeFunction extends Construct {
       tracingConfig: { mode: "Active" },
       loggingConfig: { logFormat: "JSON", logGroup: props.logGroupName },
       vpcConfig: props.vpc,
+      reservedConcurrentExecutions: props.reservedConcurrency,
       dependsOn: props.after,
     });
   }

@@ -1,7 +1,14 @@
 /**
  * The outbox relay: a VPC Lambda (database inside, webhook endpoints outside through the NAT
- * gateway) started by EventBridge Scheduler every few minutes. Each run drains due deliveries;
- * leases make overlapping runs safe.
+ * gateway) started by EventBridge Scheduler every `relayIntervalMinutes`. In `listening` mode each
+ * run listens until 15 s before its timeout, which is over the interval, so the next run starts
+ * while it still listens: at most ceil(timeout / interval) runs at once (2 with the defaults),
+ * more only while the scheduler retries a tick Lambda refused. Leases make overlapping runs safe.
+ * In `scheduled` mode a run drains and stops; the management function wakes one (asynchronous
+ * Invoke, functions/aws/wakeRelay.ts), which listens until idle. There the relay's reserved
+ * concurrency (RELAY_RUNS_SCHEDULED) bounds the runs however many wake-ups a burst of API writes
+ * sends, and a wake-up (or tick) Lambda could not start within a minute is dropped, not retried
+ * for hours: the next tick drains what it would have.
  */
 import type { ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
@@ -9,9 +16,20 @@ import { SchedulerSchedule } from "@cdktf/provider-aws/lib/scheduler-schedule/in
 import type { StackConfig } from "../config.js";
 import type { FunctionRoles } from "./functionRoles.js";
 import { NodeFunction, type NodeFunctionProps } from "./nodeFunction.js";
+import { relayPoolSize } from "../config.js";
+import { LambdaFunctionEventInvokeConfig } from "@cdktf/provider-aws/lib/lambda-function-event-invoke-config/index.js";
+
+/** Scheduled mode: relay runs at once at most (the reserved concurrency): a tick's drain and one woken run. */
+export const RELAY_RUNS_SCHEDULED = 2;
+
+/** The relay's settings for its mode: the mode, and a pool with room for LISTEN's connection. */
+export function relayModeEnv(config: StackConfig): Record<string, string> {
+  return { WEBHOOKS_RELAY_MODE: config.relayMode, WEBHOOKS_DB_POOL_MAX: String(relayPoolSize(config)) };
+}
 
 export class RelaySchedule extends Construct {
   readonly functionName: string;
+  readonly functionArn: string;
 
   constructor(
     scope: Construct,
@@ -27,7 +45,20 @@ export class RelaySchedule extends Construct {
   ) {
     super(scope, id);
     const { config } = props;
-    const relay = new NodeFunction(this, "relay", { ...props.function, config, timeoutSeconds: config.relayTimeoutSeconds });
+    const scheduled = config.relayMode === "scheduled";
+    const relay = new NodeFunction(this, "relay", {
+      ...props.function, config, timeoutSeconds: config.relayTimeoutSeconds,
+      ...(scheduled ? { reservedConcurrency: RELAY_RUNS_SCHEDULED } : {}),
+    });
+    if (scheduled) {
+      new LambdaFunctionEventInvokeConfig(this, "wake-ups", {
+        functionName: relay.fn.functionName,
+        // A run that failed is not run again by Lambda: the next tick or wake-up does the same work.
+        maximumRetryAttempts: 0,
+        // The least Lambda allows: a queued wake-up older than that is stale (a tick has come).
+        maximumEventAgeInSeconds: 60,
+      });
+    }
     const schedulerRoleArn = props.roles.serviceRole("scheduler", "scheduler.amazonaws.com", [
       { Effect: "Allow", Action: ["lambda:InvokeFunction"], Resource: relay.fn.arn },
     ]);
@@ -46,5 +77,6 @@ export class RelaySchedule extends Construct {
       dependsOn: props.after,
     });
     this.functionName = relay.fn.functionName;
+    this.functionArn = relay.fn.arn;
   }
 }

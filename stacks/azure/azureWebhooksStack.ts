@@ -11,7 +11,7 @@ import { AzurermProvider } from "@cdktf/provider-azurerm/lib/provider/index.js";
 import { ResourceGroup } from "@cdktf/provider-azurerm/lib/resource-group/index.js";
 import type { FunctionName } from "../artifacts.js";
 import type { CloudStackProps } from "../aws/awsWebhooksStack.js";
-import { relayBudgetSeconds } from "../config.js";
+import { azureRelaySettings } from "./relayTimers.js";
 import { CLAIM_CHECK_CONTAINER, ClaimCheckContainer } from "./claimCheckContainer.js";
 import { FunctionHost } from "./functionHost.js";
 import { ADMIN_TOKEN_SECRET_NAME, ALERT_SECRET_NAME, ENCRYPTION_KEYS_SECRET_NAME, KeyVaultSecrets, PARTNER_SECRETS_NAME } from "./keyVaultSecrets.js";
@@ -90,21 +90,29 @@ export class AzureWebhooksStack extends TerraformStack {
           secretReader(database.urlSecret),
           secretReader(secrets.encryptionKeysSecret),
           ...(config.alertWebhookUrl ? [secretReader(secrets.alertSecret)] : []),
+          // Scheduled mode: its wake-up trigger reads the wake-up queue.
+          ...(bus.wakeQueue ? [{ role: "Azure Service Bus Data Receiver" as const, scope: bus.wakeQueue.id }] : []),
         ],
         // The owner's URL, and the application URL for the role's password.
         migrate: [secretReader(database.adminUrlSecret), secretReader(database.urlSecret)],
         // The database as webhooks_app, its bootstrap token, the keys of the subscriptions' secrets.
-        management: [secretReader(database.urlSecret), secretReader(secrets.adminTokenSecret), secretReader(secrets.encryptionKeysSecret)],
+        // Scheduled mode: it sends the relay's wake-ups.
+        management: [
+          secretReader(database.urlSecret), secretReader(secrets.adminTokenSecret), secretReader(secrets.encryptionKeysSecret),
+          ...(bus.wakeQueue ? [{ role: "Azure Service Bus Data Sender" as const, scope: bus.wakeQueue.id }] : []),
+        ],
       },
     });
 
-    const busSettings = (fn: FunctionName) => ({
+    const busConnection = (fn: FunctionName) => ({
       // Identity-based connection: the trigger and the SDK authenticate with the managed identity.
       ServiceBusConnection__fullyQualifiedNamespace: `${bus.namespace.name}.servicebus.windows.net`,
       ServiceBusConnection__credential: "managedidentity",
       ServiceBusConnection__clientId: identities.identities[fn].clientId,
-      WEBHOOKS_QUEUE_NAME: bus.queue.name,
     });
+    const busSettings = (fn: FunctionName) => ({ ...busConnection(fn), WEBHOOKS_QUEUE_NAME: bus.queue.name });
+    // Scheduled mode: the management app sends the relay's wake-ups, the relay app's trigger reads them.
+    const wakeSettings = (fn: FunctionName): Record<string, string> => (bus.wakeQueue ? { ...busConnection(fn), WEBHOOKS_RELAY_WAKE_QUEUE: bus.wakeQueue.name } : {});
     const claimCheckSettings = { WEBHOOKS_CLAIM_CHECK_ACCOUNT_URL: claimChecks.accountUrl, WEBHOOKS_CLAIM_CHECK_CONTAINER: CLAIM_CHECK_CONTAINER };
     // Flexible Server's certificate chains to public roots in Node's own store (docs/clouds.md).
     const databaseSettings = { DATABASE_URL: secrets.reference(DATABASE_URL_SECRET), WEBHOOKS_DATABASE_TLS: "verify-full" };
@@ -156,8 +164,10 @@ export class AzureWebhooksStack extends TerraformStack {
         ...databaseSettings,
         ...encryptionSettings,
         ...alerts,
-        WEBHOOKS_RELAY_SCHEDULE: `0 */${config.relayIntervalMinutes} * * * *`,
-        WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayBudgetSeconds(config.relayTimeoutSeconds)),
+        ...azureRelaySettings(config),
+        ...wakeSettings("relay"),
+        // One woken run at a time (with the app's scale limit of 1, one at all), beside the timer's.
+        ...(bus.wakeQueue ? { AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls: "1" } : {}),
         AzureFunctionsJobHost__functionTimeout: timeSpan(config.relayTimeoutSeconds),
       },
       true,
@@ -182,6 +192,7 @@ export class AzureWebhooksStack extends TerraformStack {
         ...encryptionSettings,
         ADMIN_TOKEN: secrets.reference(ADMIN_TOKEN_SECRET_NAME),
         WEBHOOKS_MANAGEMENT_BASE_PATH: AZURE_MANAGEMENT_BASE_PATH,
+        ...wakeSettings("management"),
       },
       true,
     );

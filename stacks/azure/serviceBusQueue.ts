@@ -12,6 +12,8 @@ import type { AzureScope } from "./privateNetwork.js";
 export class ServiceBusQueue extends Construct {
   readonly namespace: ServicebusNamespace;
   readonly queue: ServicebusQueue;
+  /** `relayMode: "scheduled"`: the relay's wake-ups (the management app sends, the relay app's trigger reads). */
+  readonly wakeQueue?: ServicebusQueue;
 
   constructor(scope: Construct, id: string, props: AzureScope & { config: StackConfig }) {
     super(scope, id);
@@ -37,5 +39,19 @@ export class ServiceBusQueue extends Construct {
       lockDuration: `PT${Math.min(300, config.processorTimeoutSeconds)}S`,
       maxSizeInMegabytes: 1024,
     });
+    if (config.relayMode === "scheduled") {
+      this.wakeQueue = new ServicebusQueue(this, "relay-wake", {
+        name: `${props.prefix}-relay-wake`,
+        namespaceId: this.namespace.id,
+        // A wake-up no relay took within a minute is stale (a timer run has come): it expires, unkept.
+        defaultMessageTtl: "PT1M",
+        deadLetteringOnMessageExpiration: false,
+        // A woken run that fails is not run again for that message: the next wake-up or timer does the work.
+        maxDeliveryCount: 1,
+        // The host renews the lock while the run lasts (up to its auto-renew limit, 5 minutes).
+        lockDuration: "PT5M",
+        maxSizeInMegabytes: 1024,
+      });
+    }
   }
 }

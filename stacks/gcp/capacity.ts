@@ -4,7 +4,7 @@
  * connections, how long Pub/Sub keeps retrying a refused push, how long a relay run may last, and
  * how large an inbound body may be.
  */
-import { relayBudgetSeconds, type StackConfig, StackConfigError } from "../config.js";
+import { relayBudgetSeconds, relayPoolSize, relayRuns, type StackConfig, StackConfigError } from "../config.js";
 
 /**
  * Largest inbound body the ingest function accepts. API Gateway takes requests of 32 megabytes
@@ -43,7 +43,7 @@ const MANAGEMENT_POOL = 2;
 
 /** Connections each function's pool may open. */
 export function poolSizes(config: StackConfig): { processor: number; relay: number; migrate: number; management: number } {
-  return { processor: config.gcpProcessorRequestConcurrency, relay: 2, migrate: 1, management: MANAGEMENT_POOL };
+  return { processor: config.gcpProcessorRequestConcurrency, relay: relayPoolSize(config), migrate: 1, management: MANAGEMENT_POOL };
 }
 
 /** Connections Cloud SQL keeps for its own maintenance and superusers (`superuser_reserved_connections` and cloudsqladmin). */
@@ -53,10 +53,10 @@ const RESERVED_CONNECTIONS = 10;
 export function checkConnectionBudget(config: StackConfig): number {
   const pools = poolSizes(config);
   const management = MANAGEMENT_MAX_INSTANCES * pools.management;
-  const total = config.processorConcurrency * pools.processor + pools.relay + pools.migrate + management;
+  const total = config.processorConcurrency * pools.processor + relayTiming(config).maxInstances * pools.relay + pools.migrate + management;
   if (total + RESERVED_CONNECTIONS > config.cloudSqlMaxConnections) {
     throw new StackConfigError(
-      `GCP: ${config.processorConcurrency} processor instances × ${pools.processor} connections + relay ${pools.relay} + migrate ${pools.migrate} ` +
+      `GCP: ${config.processorConcurrency} processor instances × ${pools.processor} connections + relay ${relayTiming(config).maxInstances} × ${pools.relay} + migrate ${pools.migrate} ` +
         `+ management ${MANAGEMENT_MAX_INSTANCES} × ${pools.management} = ${total} ` +
         `connections, over cloudSqlMaxConnections ${config.cloudSqlMaxConnections} less ${RESERVED_CONNECTIONS} reserved. ` +
         "Lower processorConcurrency or gcpProcessorRequestConcurrency, or raise cloudSqlMaxConnections (with a tier that has the memory for it).",
@@ -66,12 +66,14 @@ export function checkConnectionBudget(config: StackConfig): number {
 }
 
 /**
- * The relay runs on one instance serving one request, so a tick arriving while the previous run
- * still works is refused (429). Its Cloud Run timeout is at most the schedule interval, and its
- * drain budget leaves the usual margin inside that: a run ends before the next tick.
+ * Each relay instance serves one request (one run). `listening` mode: a run lasts its timeout
+ * (over the interval, so runs overlap) and `maxInstances` is how many can run at once,
+ * ceil(timeout / interval): a tick is never refused for want of an instance, and never more run.
+ * `scheduled` mode: one instance, its timeout at most the interval, so a run ends before the next
+ * tick (a tick arriving while a woken run still works is refused, 429: the woken run delivers).
  */
-export function relayTiming(config: StackConfig): { timeoutSeconds: number; budgetSeconds: number; intervalSeconds: number } {
-  const intervalSeconds = config.relayIntervalMinutes * 60;
-  const timeoutSeconds = Math.min(config.relayTimeoutSeconds, intervalSeconds);
-  return { timeoutSeconds, budgetSeconds: relayBudgetSeconds(timeoutSeconds), intervalSeconds };
+export function relayTiming(config: StackConfig): { timeoutSeconds: number; budgetSeconds: number; intervalSeconds: number; maxInstances: number } {
+  const { intervalSeconds, runsAtOnce } = relayRuns(config);
+  const timeoutSeconds = config.relayMode === "listening" ? config.relayTimeoutSeconds : Math.min(config.relayTimeoutSeconds, intervalSeconds);
+  return { timeoutSeconds, budgetSeconds: relayBudgetSeconds(timeoutSeconds), intervalSeconds, maxInstances: runsAtOnce };
 }

@@ -6,6 +6,7 @@
 import type { ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
 import { functionAsset } from "../functionAsset.js";
+import { CLOUD_RUN_CONCURRENCY_MIN_CPU, CLOUD_RUN_FUNCTION_CPU } from "../serviceFacts.js";
 import { Cloudfunctions2Function } from "@cdktf/provider-google/lib/cloudfunctions2-function/index.js";
 import { CloudRunV2ServiceIamMember } from "@cdktf/provider-google/lib/cloud-run-v2-service-iam-member/index.js";
 import { StorageBucketObject } from "@cdktf/provider-google/lib/storage-bucket-object/index.js";
@@ -35,6 +36,17 @@ export interface CloudRunFunctionProps {
   dependsOn?: ITerraformDependable[];
 }
 
+/**
+ * The vCPU to ask for, or undefined to take what the memory size comes with: a function serving
+ * requests concurrently needs at least CLOUD_RUN_CONCURRENCY_MIN_CPU, which 512 MiB (0.333 vCPU)
+ * does not come with. Written out as a string, as the API takes it ("1").
+ */
+export function cpuFor(memoryMb: number, requestConcurrency: number): string | undefined {
+  if (requestConcurrency <= 1) return undefined;
+  const included = CLOUD_RUN_FUNCTION_CPU.value[`${memoryMb}Mi`] ?? 0;
+  return included >= CLOUD_RUN_CONCURRENCY_MIN_CPU.value ? undefined : String(CLOUD_RUN_CONCURRENCY_MIN_CPU.value);
+}
+
 export class CloudRunFunction extends Construct {
   readonly fn: Cloudfunctions2Function;
   readonly uri: string;
@@ -59,6 +71,7 @@ export class CloudRunFunction extends Construct {
       serviceConfig: {
         serviceAccountEmail: props.serviceAccountEmail,
         availableMemory: `${props.memoryMb}Mi`,
+        availableCpu: cpuFor(props.memoryMb, props.requestConcurrency ?? 1),
         timeoutSeconds: props.timeoutSeconds,
         maxInstanceCount: props.maxInstances,
         maxInstanceRequestConcurrency: props.requestConcurrency ?? 1,

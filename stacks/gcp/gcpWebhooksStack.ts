@@ -31,6 +31,7 @@ import { PrivateNetwork } from "./privateNetwork.js";
 import { ProjectApis } from "./projectApis.js";
 import { PubSubQueue } from "./pubSubQueue.js";
 import { RelaySchedule } from "./relaySchedule.js";
+import { RelayWakeTopic } from "./relayWakeTopic.js";
 import { labelResources, stackLabels } from "./resourceLabels.js";
 import { SecretManagerSecrets } from "./secretManagerSecrets.js";
 import { ServiceAccounts } from "./serviceAccounts.js";
@@ -64,7 +65,12 @@ export class GcpWebhooksStack extends TerraformStack {
     const apis = new ProjectApis(this, "apis", { project });
     const network = new PrivateNetwork(this, "network", { prefix, region });
     const accounts = new ServiceAccounts(this, "identities", { prefix, project });
-    const secrets = new SecretManagerSecrets(this, "secrets", { prefix });
+    const existingGenerated = new TerraformVariable(this, "existing_generated_secrets", {
+      type: "list(string)",
+      default: [],
+      description: "Generated secrets (admin-token, encryption-keys) that already have a version: Terraform writes no new one (npm run deploy sets it; stacks/gcp/existingSecrets.ts)",
+    });
+    const secrets = new SecretManagerSecrets(this, "secrets", { prefix, existingGenerated });
     const database = new CloudSqlDatabase(this, "database", { prefix, region, config, network, secrets, adminPassword, appPassword, labels });
     const sources = new FunctionSourceBucket(this, "hosting", { prefix, project, region, buildServiceAccountEmail: accounts.emails.build });
     const topicName = `${prefix}-inbound`;
@@ -145,16 +151,18 @@ export class GcpWebhooksStack extends TerraformStack {
     queue.allowDeadLetterPublisher("processor", accounts.emails.processor);
 
     const relayTime = relayTiming(config);
-    new RelaySchedule(this, "relay", {
+    const relaySchedule = new RelaySchedule(this, "relay", {
       prefix,
       region,
       config,
       schedulerEmail: accounts.emails.scheduler,
       relay: fnProps("relay", {
         timeoutSeconds: relayTime.timeoutSeconds,
-        maxInstances: 1,
+        // Listening runs overlap: as many instances as runs can be at once (capacity.ts).
+        maxInstances: relayTime.maxInstances,
         environment: {
           WEBHOOKS_RELAY_BUDGET_SECONDS: String(relayTime.budgetSeconds),
+          WEBHOOKS_RELAY_MODE: config.relayMode,
           GOOGLE_CLOUD_PROJECT: project,
           WEBHOOKS_DB_POOL_MAX: String(pools.relay),
           ...databaseTls,
@@ -165,6 +173,12 @@ export class GcpWebhooksStack extends TerraformStack {
         vpc: { connectorId: network.connectorId, egress: "ALL_TRAFFIC" },
       }),
     });
+
+    // Scheduled mode: a write that makes deliveries due wakes the relay through a topic (relayWakeTopic.ts).
+    const wake = config.relayMode === "scheduled"
+      ? new RelayWakeTopic(this, "relay-wake", { prefix, relay: relaySchedule.relay, relayTimeoutSeconds: relayTime.timeoutSeconds, pushServiceAccountEmail: accounts.emails.push })
+      : undefined;
+    wake?.allowPublisher("management", accounts.emails.management);
 
     const migrate = new MigrateJob(this, "migrate", {
       prefix,
@@ -204,6 +218,7 @@ export class GcpWebhooksStack extends TerraformStack {
           GOOGLE_CLOUD_PROJECT: project,
           WEBHOOKS_DB_POOL_MAX: String(pools.management),
           WEBHOOKS_MANAGEMENT_BASE_PATH: GCP_MANAGEMENT_BASE_PATH,
+          ...(wake ? { WEBHOOKS_RELAY_WAKE_TOPIC: wake.topic.name } : {}),
           ...databaseTls,
         },
         secrets: { DATABASE_URL: database.urlSecret, ADMIN_TOKEN: adminToken.secret, ENCRYPTION_KEYS: encryptionKeys.secret },

@@ -2,10 +2,12 @@
  * The migrate step: a Cloud Run function (`functions/gcp/migrate.ts`), the only one given the
  * owner's database URL, that applies the migrations and makes the application role
  * (`prepareDatabase`), and a Cloud Scheduler job that calls it with an OIDC token of the
- * scheduler account. The deploy runs the job once after `cdktf deploy` (the `migrate_command`
- * output); its daily schedule is a backstop for a deploy whose post-step did not run, and costs
- * one idempotent run a day. Nothing inside Terraform can call a function after it is deployed
- * without another provider, so the trigger lives in the deploy script.
+ * scheduler account, daily: a backstop for a deploy whose post-step did not run, at one
+ * idempotent run a day. The deploy itself calls the function after `cdktf deploy` and reads its
+ * answer (stacks/postDeploy.ts; by hand, the `migrate_command` output): a scheduler job's
+ * `lastAttemptTime` is when an attempt started and its `status` the last finished one's, so it
+ * cannot tell whether this deploy's run succeeded. Nothing inside Terraform can call a function
+ * after it is deployed without another provider, so the call lives in the deploy script.
  */
 import { Construct } from "constructs";
 import { CloudSchedulerJob } from "@cdktf/provider-google/lib/cloud-scheduler-job/index.js";
@@ -35,6 +37,6 @@ export class MigrateJob extends Construct {
       },
       dependsOn: [invoker],
     });
-    this.command = `gcloud scheduler jobs run ${name} --location=${props.region} --project=${props.project}`;
+    this.command = `gcloud functions call ${name} --gen2 --region=${props.region} --project=${props.project}`;
   }
 }

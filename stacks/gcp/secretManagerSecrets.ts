@@ -5,13 +5,25 @@
  * (`gcloud secrets versions add`), which Terraform then leaves alone. The management API's admin
  * token and the database secrets' encryption keys get a generated first version, written through
  * the write-only `secret_data_wo` (stacks/generatedSecrets.ts), so it is not in Terraform state.
+ *
+ * Generated once, never again: the google provider drops a version whose state is DESTROYED from
+ * its state (6.50, resource_secret_manager_secret_version.go), so if an operator destroys version
+ * 1 after a rotation, the next apply would write a *new* generated value as `latest` (a new admin
+ * token; a key alone that reads none of the stored secrets). So each generated version exists in
+ * the configuration only while its secret has no version yet: `npm run deploy -- gcp` lists the
+ * secrets that have one (stacks/gcp/existingSecrets.ts) in `var.existing_generated_secrets`, and
+ * for those the count is 0. Leaving the configuration, the version is abandoned, not destroyed
+ * (`deletion_policy = "ABANDON"`): it stays in Secret Manager, where the operator manages it.
  */
-import { Fn } from "cdktf";
+import { Fn, Token, type TerraformVariable } from "cdktf";
 import { Construct } from "constructs";
 import { SecretManagerSecret } from "@cdktf/provider-google/lib/secret-manager-secret/index.js";
 import { SecretManagerSecretIamMember } from "@cdktf/provider-google/lib/secret-manager-secret-iam-member/index.js";
 import { SecretManagerSecretVersion } from "@cdktf/provider-google/lib/secret-manager-secret-version/index.js";
 import { generatedAdminToken, generatedEncryptionKeys, WRITE_ONLY_VERSION } from "../generatedSecrets.js";
+
+/** The secrets whose first version the stack generates, by their name after `<prefix>-`. */
+export const GENERATED_SECRETS = ["admin-token", "encryption-keys"] as const;
 
 export interface GeneratedSecret {
   secret: SecretManagerSecret;
@@ -28,7 +40,7 @@ export class SecretManagerSecrets extends Construct {
   /** ENCRYPTION_KEYS of the subscriptions' secrets (issue 17). */
   readonly encryptionKeys: GeneratedSecret;
 
-  constructor(scope: Construct, id: string, private readonly props: { prefix: string }) {
+  constructor(scope: Construct, id: string, private readonly props: { prefix: string; existingGenerated: TerraformVariable }) {
     super(scope, id);
     this.partnerSecret = this.secret("partner-signing-secrets");
     this.partnerSecretVersion = new SecretManagerSecretVersion(this, "partner-signing-secrets-initial", {
@@ -36,17 +48,20 @@ export class SecretManagerSecrets extends Construct {
       secretData: "{}",
       lifecycle: { ignoreChanges: ["secret_data", "enabled"] },
     });
-    this.adminToken = this.generated("admin-token", generatedAdminToken());
-    this.encryptionKeys = this.generated("encryption-keys", generatedEncryptionKeys());
+    this.adminToken = this.generated(GENERATED_SECRETS[0], generatedAdminToken());
+    this.encryptionKeys = this.generated(GENERATED_SECRETS[1], generatedEncryptionKeys());
   }
 
   /** A secret whose first version Terraform generates and sends once, without keeping it. */
   private generated(name: string, value: string): GeneratedSecret {
     const secret = this.secret(name);
     const version = new SecretManagerSecretVersion(this, `${name}-initial`, {
+      // Only while the secret has no version of its own (see the header).
+      count: Token.asNumber(Fn.conditional(Fn.contains(this.props.existingGenerated.listValue, name), 0, 1)),
       secret: secret.id,
       secretDataWo: value,
       secretDataWoVersion: WRITE_ONLY_VERSION,
+      deletionPolicy: "ABANDON",
       lifecycle: { ignoreChanges: ["enabled"] },
     });
     return { secret, version };

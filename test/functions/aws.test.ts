@@ -12,6 +12,8 @@ import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { handleIngest } from "../../functions/aws/ingest.js";
 import { handleProcessor } from "../../functions/aws/processor.js";
+import { handleRelay } from "../../functions/aws/relay.js";
+import { claimCheckMessage } from "../../shared/cloud/inboundMessage.js";
 import { queueAndClaimChecks } from "../../functions/aws/clients.js";
 import { createAwsRuntime, type AwsRuntime } from "../../functions/aws/runtime.js";
 import { migrate } from "../../shared/db/migrate.js";
@@ -79,6 +81,7 @@ beforeAll(async () => {
     // As the stack sets it on ingest: bodies above the queue's 256 KiB go by claim-check.
     MAX_INBOUND_BODY_BYTES: String(4 * 1024 * 1024),
     INBOX_DEFER_DELAY_SECONDS: "1",
+    INBOX_RETRY_SCHEDULE: "1,2",
     LOG_LEVEL: "silent",
   };
   runtime = createAwsRuntime(runtimeEnv, queueAndClaimChecks);
@@ -200,22 +203,45 @@ describe("AWS functions on moto and PostgreSQL", () => {
     expect(r.Messages ?? []).toHaveLength(0);
   });
 
-  it("a processor failure is retried by SQS and dead-lettered after maxReceiveCount", async (t) => {
+  it("a processing failure once the inbox holds the entry is acked: SQS never redelivers it, the inbox retries it on INBOX_RETRY_SCHEDULE (not before) and quarantines it after the last step (issue 24 #3)", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_poison_${suffix}`;
     const db = await runtime.database();
     await poisonEvent(db, eventId);
-    expect((await handleIngest(runtime, apiEvent("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created"))))).statusCode).toBe(202);
+    const delivery = apiEvent("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")));
+    expect((await handleIngest(runtime, delivery)).statusCode).toBe(202);
+    const first = await eventually("the poison message to be received", async () => { const r = await processBatch(); return r.records > 0 && r; });
+    expect(first.failed).toEqual([]); // acked: the inbox owns the retries
+    expect(await depth(queueUrl)).toBe(0);
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: 1 });
+    // A redelivered copy (SQS is at-least-once) before the retry is due does not run the entry.
+    expect((await handleIngest(runtime, delivery)).statusCode).toBe(202);
+    await eventually("the copy to be received", async () => (await processBatch()).records > 0);
+    expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: 1 });
+    // The relay's inbox sweep runs it on the schedule (1 s, then 2 s), then quarantines it.
+    const due = async () => (await db.query<{ at: Date }>("SELECT next_attempt_at AS at FROM inbox_entries WHERE partner_event_id = $1", [eventId])).rows[0]!.at;
+    for (const failures of [2, 3]) {
+      const at = await due();
+      await new Promise((r) => setTimeout(r, Math.max(0, at.getTime() - Date.now()) + 50));
+      await handleRelay(runtime, () => 60_000);
+      expect(await inboxEntry(db, eventId)).toMatchObject(failures === 3 ? { status: "quarantined" } : { status: "failed", failures });
+    }
+    expect(await depth(dlqUrl)).toBe(0);
+  });
+
+  it("a failure before the inbox (a claim-check that cannot be read) is retried by SQS and dead-lettered after maxReceiveCount", async (t) => {
+    if (skip) return t.skip();
+    const lost = claimCheckMessage({ partner: "shop", eventId: `evt_lost_${suffix}`, eventType: "order.created", receivedAt: new Date() }, `s3://${runtimeEnv.WEBHOOKS_CLAIM_CHECK_BUCKET}/inbound/shop/missing-${suffix}`);
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: lost.body, MessageAttributes: Object.fromEntries(Object.entries(lost.attributes ?? {}).map(([k, v]) => [k, { DataType: "String", StringValue: String(v) }])) }));
     let deliveries = 0;
-    await eventually("the poison message to reach the DLQ", async () => {
+    await eventually("the unreadable message to reach the DLQ", async () => {
       const r = await processBatch();
       deliveries += r.records;
       return (await depth(dlqUrl)) > 0;
     }, 30_000);
     expect(deliveries).toBe(3);
     expect(await depth(queueUrl)).toBe(0);
-    const entry = await inboxEntry(db, eventId);
-    expect(entry).toMatchObject({ status: "failed", failures: 3 });
+    expect(await inboxEntry(await runtime.database(), `evt_lost_${suffix}`)).toBeUndefined();
   });
 
   it("a malformed message is dead-lettered with its reason, not dropped", async (t) => {

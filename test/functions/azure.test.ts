@@ -18,7 +18,7 @@ import { DEAD_LETTER_AT, DEAD_LETTER_REASON, RETRY_ATTEMPT, retryDelaySeconds } 
 import { handleMigrate } from "../../functions/azure/migrate.js";
 import type { Database } from "../../shared/db/port.js";
 import { openPostgres } from "../../shared/db/postgres.js";
-import { queueAndClaimChecks } from "../../functions/azure/connections.js";
+import { queueAndClaimChecks } from "../../functions/azure/claimChecks.js";
 import { createAzureRuntime, type AzureRuntime } from "../../functions/azure/runtime.js";
 import { createSubscription, enqueue } from "../../shared/outbound/index.js";
 import type { QueueAdapter } from "../../shared/queue/port.js";

@@ -10,7 +10,8 @@
  * certificate through NODE_EXTRA_CA_CERTS, as the SDK's own HTTPS agents need.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { openBlobClaimChecks, openServiceBusQueue } from "../../functions/azure/connections.js";
+import { openBlobClaimChecks } from "../../functions/azure/claimChecks.js";
+import { openServiceBusQueue } from "../../functions/azure/connections.js";
 import { readAzureSettings } from "../../functions/azure/runtime.js";
 import { ClaimCheckError } from "../../shared/objectStore/port.js";
 import { startManagedIdentityTestPeer, type ManagedIdentityTestPeer } from "../support/managedIdentityTestPeer.js";

@@ -77,14 +77,18 @@ describe("every function bundle", () => {
 });
 
 describe("the management function bundles", () => {
-  it("carry the admin page's files (embedded, no folder to read at run time) and no queue, storage or PGlite code; only they carry the page", async () => {
+  it("carry the admin page's files (embedded, no folder to read at run time) and no storage or PGlite code; the queue client only for the relay's wake-up, loaded on first use; only they carry the page", async () => {
     for (const cloud of CLOUDS) {
       const index = await readFile(join(outDir, cloud, "management", "index.mjs"), "utf8");
       // A piece of each file, as the browser gets it: index.html, app.js, app.css.
       expect(index, cloud).toContain("<title>webhooks admin</title>");
       expect(index, cloud).toContain("webhooks.adminToken");
       expect(index, cloud).toContain("--fg: #1d2430");
-      expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-sqs|@aws-sdk\/client-s3|@azure\/service-bus|@azure\/storage-blob|@google-cloud\/pubsub|@google-cloud\/storage|@electric-sql)\//), cloud).toBe(false);
+      expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-sqs|@aws-sdk\/client-s3|@azure\/storage-blob|@google-cloud\/storage|@electric-sql)\//), cloud).toBe(false);
+      // relayMode "scheduled" (issue 24): the management function wakes the relay through the
+      // cloud's own client (Lambda Invoke, the wake-up topic, the wake-up queue), imported when the
+      // first wake-up is sent: a cold start of the API does not load it.
+      expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-lambda|@azure\/service-bus|@google-cloud\/pubsub)\//, "atImport"), cloud).toBe(false);
       for (const name of ["ingest", "processor", "relay", "migrate"]) expect(has(`${cloud}/${name}`, /shared\/admin\/app\.js$|shared\/admin\/assetFiles\.ts$/), `${cloud}/${name}`).toBe(false);
     }
   });

@@ -21,7 +21,7 @@ import "../../functions/gcp/migrate.js";
 import { ingestHttp, migrateHttp } from "../../functions/gcp/handlers.js";
 import { topicAndClaimChecks } from "../../functions/gcp/connections.js";
 import { createGcpRuntime, gcpRuntime } from "../../functions/gcp/runtime.js";
-import { inlineMessage } from "../../shared/cloud/inboundMessage.js";
+import { claimCheckMessage, inlineMessage } from "../../shared/cloud/inboundMessage.js";
 import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { createSubscription, enqueue } from "../../shared/outbound/index.js";
@@ -119,9 +119,8 @@ beforeAll(async () => {
     // What the stack sets on ingest (stacks/gcp/capacity.ts); MAX_PAYLOAD_BYTES stays at its 256 KiB.
     MAX_INBOUND_BODY_BYTES: String(30 * 1024 * 1024),
     INBOX_DEFER_DELAY_SECONDS: "1",
-    // Six retries: the inbox would quarantine a failing entry (and ack it) on its 4th failure by
-    // default, before Pub/Sub's minimum of 5 attempts; here the native dead-letter path is shown.
-    INBOX_RETRY_SCHEDULE: "1,1,1,1,1,1",
+    // Short steps, so the inbox's own retries (run by the relay's sweep) fit in a test.
+    INBOX_RETRY_SCHEDULE: "1,2",
     ALLOWED_DESTINATIONS: "127.0.0.1",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
   });
@@ -238,24 +237,42 @@ describe("GCP functions on the Pub/Sub emulator (push), the Cloud Storage test p
     expect(await orderState(db, `o-out-${suffix}`)).toBe("created");
   });
 
-  it("a processor failure answers 500, is redelivered by Pub/Sub and dead-lettered after max delivery attempts", async (t) => {
+  it("a processing failure once the inbox holds the entry is acked (204): Pub/Sub never redelivers it, the inbox retries it on INBOX_RETRY_SCHEDULE (not before) and quarantines it after the last step (issue 24 #3)", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_poison_${suffix}`;
     const db = await gcpRuntime().database();
     await poisonEvent(owner, eventId);
     try {
-      expect((await ingest("shop", signedDelivery(eventId, orderEvent(`o-p-${suffix}`, "order.created")))).status).toBe(202);
-      const dead = await eventually("the poison message to reach the dead-letter topic", async () => {
-        const got = (await deadLetters.receiveDeadLetters({ waitSeconds: 1 })).filter((m) => m.attributes.eventId === eventId);
-        return got.length > 0 && got;
-      }, 60_000);
-      expect(dead).toEqual([expect.objectContaining({ attributes: expect.objectContaining({ eventId }), reason: expect.stringMatching(/max delivery attempts \(5\)/) })]);
-      for (const m of dead) await deadLetters.ackDeadLetter(m);
-      // Every push reached the processor, failed in its transaction, and was answered non-2xx.
-      expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: MAX_DELIVERY_ATTEMPTS });
+      const message = inlineMessage({ partner: "shop", eventId, eventType: "order.created", receivedAt: new Date() }, Buffer.from(orderEvent(`o-p-${suffix}`, "order.created")));
+      const push = (attempt: number) => pushToProcessor(message, eventId, attempt);
+      expect((await push(1)).status).toBe(204);
+      expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: 1 });
+      // A redelivery before the retry is due does not run the entry.
+      expect((await push(2)).status).toBe(204);
+      expect(await inboxEntry(db, eventId)).toMatchObject({ status: "failed", failures: 1 });
+      const due = async () => (await db.query<{ at: Date }>("SELECT next_attempt_at AS at FROM inbox_entries WHERE partner_event_id = $1", [eventId])).rows[0]!.at;
+      for (const failures of [2, 3]) {
+        const at = await due();
+        await new Promise((r) => setTimeout(r, Math.max(0, at.getTime() - Date.now()) + 50));
+        expect((await fetch(`${url.relay}/`, { method: "POST" })).status).toBe(200);
+        expect(await inboxEntry(db, eventId)).toMatchObject(failures === 3 ? { status: "quarantined" } : { status: "failed", failures });
+      }
     } finally {
       await owner.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
     }
+  });
+
+  it("a failure before the inbox (a claim-check that cannot be read) answers 500, is redelivered by Pub/Sub and dead-lettered after max delivery attempts", async (t) => {
+    if (skip) return t.skip();
+    const eventId = `evt_lost_${suffix}`;
+    await tap.send(claimCheckMessage({ partner: "shop", eventId, eventType: "order.created", receivedAt: new Date() }, `gs://${BUCKET}/inbound/shop/missing-${suffix}`));
+    const dead = await eventually("the unreadable message to reach the dead-letter topic", async () => {
+      const got = (await deadLetters.receiveDeadLetters({ waitSeconds: 1 })).filter((m) => m.attributes.eventId === eventId);
+      return got.length > 0 && got;
+    }, 60_000);
+    expect(dead).toEqual([expect.objectContaining({ attributes: expect.objectContaining({ eventId }), reason: expect.stringMatching(/max delivery attempts \(5\)/) })]);
+    for (const m of dead) await deadLetters.ackDeadLetter(m);
+    expect(await inboxEntry(await gcpRuntime().database(), eventId)).toBeUndefined();
   }, 90_000);
 
   it("a malformed message is dead-lettered by the processor at once, with its reason, and acked", async (t) => {
@@ -276,30 +293,16 @@ describe("GCP functions on the Pub/Sub emulator (push), the Cloud Storage test p
   it("a failure on the last delivery attempt is dead-lettered by the processor with the failure as its reason", async (t) => {
     if (skip) return t.skip();
     const eventId = `evt_last_${suffix}`;
-    await poisonEvent(owner, eventId);
-    try {
-      // What ingest publishes for a verified event (the push carries it back base64).
-      const message = inlineMessage({ partner: "shop", eventId, eventType: "order.created", receivedAt: new Date() }, Buffer.from(orderEvent(`o-last-${suffix}`, "order.created")));
-      const push = (deliveryAttempt: number) => fetch(`${url.processor}/`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          subscription: `projects/${PUBSUB_PROJECT}/subscriptions/fn-${suffix}-push`,
-          deliveryAttempt,
-          message: { messageId: `m-${eventId}-${deliveryAttempt}`, data: Buffer.from(message.body).toString("base64"), attributes: { ...message.attributes, eventId } },
-        }),
-      });
-      expect((await push(MAX_DELIVERY_ATTEMPTS - 1)).status).toBe(500);
-      expect((await push(MAX_DELIVERY_ATTEMPTS)).status).toBe(204);
-      const dead = await eventually("the failed message on the dead-letter topic", async () => {
-        const got = (await deadLetters.receiveDeadLetters({ waitSeconds: 1 })).filter((m) => m.attributes.eventId === eventId);
-        return got.length > 0 && got;
-      }, 20_000);
-      expect(dead).toEqual([expect.objectContaining({ reason: expect.stringMatching(/poisoned event for the test/) })]);
-      for (const m of dead) await deadLetters.ackDeadLetter(m);
-    } finally {
-      await owner.query("DROP TRIGGER IF EXISTS test_poison ON inbox_entries");
-    }
+    // A failure before the inbox: the claim-check's object is not there.
+    const message = claimCheckMessage({ partner: "shop", eventId, eventType: "order.created", receivedAt: new Date() }, `gs://${BUCKET}/inbound/shop/missing-last-${suffix}`);
+    expect((await pushToProcessor(message, eventId, MAX_DELIVERY_ATTEMPTS - 1)).status).toBe(500);
+    expect((await pushToProcessor(message, eventId, MAX_DELIVERY_ATTEMPTS)).status).toBe(204);
+    const dead = await eventually("the failed message on the dead-letter topic", async () => {
+      const got = (await deadLetters.receiveDeadLetters({ waitSeconds: 1 })).filter((m) => m.attributes.eventId === eventId);
+      return got.length > 0 && got;
+    }, 20_000);
+    expect(dead).toEqual([expect.objectContaining({ reason: expect.stringMatching(/claim-check unreadable/) })]);
+    for (const m of dead) await deadLetters.ackDeadLetter(m);
   });
 
   it("answers a push body that is not a Pub/Sub message with 400 and the problems", async (t) => {
@@ -309,6 +312,19 @@ describe("GCP functions on the Pub/Sub emulator (push), the Cloud Storage test p
     expect(await r.text()).toMatch(/message\.messageId must be a non-empty string.*message\.data must be base64/);
   });
 });
+
+/** A push of `message` to the processor as Pub/Sub makes it, on delivery attempt `deliveryAttempt`. */
+function pushToProcessor(message: { body: string; attributes?: Record<string, string | undefined> }, eventId: string, deliveryAttempt: number) {
+  return fetch(`${url.processor}/`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      subscription: `projects/${PUBSUB_PROJECT}/subscriptions/fn-${suffix}-push`,
+      deliveryAttempt,
+      message: { messageId: `m-${eventId}-${deliveryAttempt}`, data: Buffer.from(message.body).toString("base64"), attributes: { ...message.attributes, eventId } },
+    }),
+  });
+}
 
 describe("GCP relay (Cloud Scheduler → HTTP)", () => {
   let partner: Receiver;

@@ -25,6 +25,7 @@ import { createInboxProcessor } from "../../shared/inbound/worker.js";
 import orderHandlers from "../../examples/orders/handlers.js";
 import type { InboxProcessor } from "../../shared/inbound/processor.js";
 import { orderEvent, orderProcessor, PARTNERS_JSON, signed, TestClock } from "./helpers.js";
+import { freePort } from "../support/freePort.js";
 
 function findBin(): string | undefined {
   const root = "/usr/lib/postgresql";
@@ -41,13 +42,6 @@ if (!canRun) {
   console.warn(`\n!!! ${msg}\n`);
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 class ThrowawayCluster {
   readonly dir = mkdtempSync(join(tmpdir(), "wh-outage-"));

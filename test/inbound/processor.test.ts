@@ -176,7 +176,7 @@ describeEachBackend("inbox processor", (ctx) => {
     expect(stale.rowCount).toBe(0);
   });
 
-  it("runEntry processes one given entry (the cloud path): processed, then settled; deferred with its time; busy while leased", async () => {
+  it("runEntry processes one given entry (the cloud path): processed, then settled; deferred with its time; a failed entry waits for its retry's due time; busy while leased", async () => {
     const p = orderProcessor(ctx.db, clock, { deferDelaySeconds: 45, retrySchedule: [60], handler: poisonable() });
     const c = await deliver(ctx.db, clock, "c", orderEvent("o7", "order.created"));
     expect(await p.runEntry(c)).toEqual({ result: "processed", status: "processed", nextAttemptAt: null, lastError: null });
@@ -193,6 +193,9 @@ describeEachBackend("inbox processor", (ctx) => {
     const failed = await p.runEntry(bad);
     expect(failed).toMatchObject({ result: "failed", status: "failed" });
     expect(failed.lastError).toContain(POISON_ERROR);
+    // A queue's redelivery before the retry is due does not run it (issue 24 #3): INBOX_RETRY_SCHEDULE decides.
+    expect(await p.runEntry(bad)).toMatchObject({ result: "waiting", status: "failed", nextAttemptAt: failed.nextAttemptAt });
+    clock.advance(60);
     expect((await p.runEntry(bad)).result).toBe("quarantined");
 
     const leased = await deliver(ctx.db, clock, "p", orderEvent("o7", "order.paid"));

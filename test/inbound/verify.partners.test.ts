@@ -51,6 +51,18 @@ describe("parsePartners", () => {
     expect(message).toContain("Fix the partner configuration");
   });
 
+  it("two mistakes in one partner are both reported, whatever the first one is (issue 27 item 17)", () => {
+    const scheme = messageFor({ shop: { scheme: "stripee", secrets: [] } });
+    expect(scheme).toContain(`partner "shop": scheme: must be one of`);
+    expect(scheme).toContain(`partner "shop": secrets: list at least one secret`);
+    const missing = messageFor({ shop: { secrets: ["x"], secret: "y" } });
+    expect(missing).toContain(`partner "shop": scheme: must be one of`);
+    expect(missing).toContain(`partner "shop": unknown field "secret"`);
+    const name = messageFor({ Shop: { scheme: "stripe" } });
+    expect(name).toContain(`partner "Shop": the name must be 1-64 lowercase letters`);
+    expect(name).toContain(`partner "Shop" (stripe): secrets: is required`);
+  });
+
   it("refuses what would be a silent weakness", () => {
     expect(messageFor({ gh: { scheme: "github", secrets: ["s"], toleranceSeconds: 60 } })).toContain(`partner "gh" (github): unknown field "toleranceSeconds"`);
     expect(messageFor({ a: { scheme: "standard-webhooks", secrets: ["whsec_c2hvcnQ="] } })).toContain(`partner "a" (standard-webhooks): secrets[0]: must be whsec_ followed by the base64 of at least 16 bytes`);

@@ -18,7 +18,7 @@ describeEachBackend("alerts", (ctx) => {
     expect(await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts2`, secret)).toBe(id);
     const rows = await ctx.db.query<{ id: string; url: string; secrets: string[]; event_types: string[] }>("SELECT id, url, secrets, event_types FROM outbound_subscriptions WHERE description = $1", [ALERT_SUBSCRIPTION_DESCRIPTION]);
     // The secret is stored encrypted (docs/secrets.md), and opens to the configured one.
-    expect(rows.rows.map((r) => ({ ...r, secrets: openSecrets(r.id, r.secrets) }))).toEqual([{ id, url: `${receiver.url}/alerts2`, secrets: [secret], event_types: ["alert.*"] }]);
+    expect(rows.rows.map((r) => ({ ...r, secrets: openSecrets(r.id, r.secrets) }))).toEqual([{ id, url: `${receiver.url}/alerts2`, secrets: [secret], event_types: ["alert.*", "endpoint.*"] }]);
     expect(rows.rows[0]!.secrets[0]).toMatch(/^enc\.v1\./);
     await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret);
   });
@@ -34,11 +34,14 @@ describeEachBackend("alerts", (ctx) => {
     const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/dead`, `alert-${ctx.backend}`);
     // Whoever scans first (this call, or the platform's own poller if it runs one) raises it; once.
     const alertsFor = async (id: string) => (await ctx.db.query<{ data: { reason: string } }>(
-      "SELECT body::jsonb -> 'data' AS data FROM outbound_events WHERE type = 'alert.dead_letter' AND body::jsonb -> 'data' ->> 'deliveryId' = $1", [id])).rows;
+      "SELECT body::jsonb -> 'data' AS data FROM outbound_events WHERE type = 'alert.dead_letter' AND application_id = 'app_platform' AND body::jsonb -> 'data' ->> 'deliveryId' = $1", [id])).rows;
     await scanForAlerts(ctx.db);
     expect(await alertsFor(deliveryId)).toEqual([{ data: expect.objectContaining({ reason: expect.stringContaining("permanent") }) }]);
     await scanForAlerts(ctx.db);
     expect(await alertsFor(deliveryId)).toHaveLength(1); // idempotent: the event id marks it as raised
+    // …and its copy for the dead letter's own application (app_default here), once (docs/operations.md#alerts).
+    const copies = await ctx.db.query<{ application_id: string }>("SELECT application_id FROM outbound_events WHERE type = 'alert.dead_letter' AND application_id <> 'app_platform' AND body::jsonb -> 'data' ->> 'deliveryId' = $1", [deliveryId]);
+    expect(copies.rows).toEqual([{ application_id: "app_default" }]);
 
     const alert = await eventually("the alert delivery", async () => receiver.received.find((r) => r.path === "/alerts" && r.status === 200));
     expect(JSON.parse(alert.body)).toMatchObject({ type: "alert.dead_letter", data: { deliveryId } });
@@ -57,7 +60,7 @@ describeEachBackend("alerts", (ctx) => {
       return rows.rows.length > 0;
     });
     await scanForAlerts(ctx.db);
-    const alertTypes = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbound_events WHERE type = 'alert.dead_letter'");
+    const alertTypes = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbound_events WHERE type = 'alert.dead_letter' AND application_id = 'app_platform'");
     expect(alertTypes.rows[0]!.n).toBe(2); // the dead alert delivery raised nothing
   });
 });

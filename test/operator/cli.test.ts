@@ -421,7 +421,7 @@ describe("webhooks applications | keys | audit", { timeout: 120_000 }, () => {
   });
 
   it("a read-only key reads but cannot change anything; bad input is refused with the reason", async () => {
-    const made = JSON.parse((await cli(["keys", "create", "--read-only", "--json"])).stdout);
+    const made = JSON.parse((await cli(["keys", "create", "--operator", "--read-only", "--json"])).stdout);
     const asReader = { WEBHOOKS_API_KEY: made.key, ADMIN_TOKEN: "" };
     expect((await cli(["subscriptions", "list"], asReader)).code).toBe(0);
     await refused(1, "403 read_only", ["applications", "create", "nope"], asReader);

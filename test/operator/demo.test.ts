@@ -66,6 +66,14 @@ describeEachBackend("demo", (ctx) => {
     const text = formatSummary(run.summary, { adminUrl: "a", token: "t", baseUrl: "b" });
     expect(text).toContain(`${s.flakyRefused} attempts it refused were retried with backoff`);
     expect(text).toContain("keeps serving");
+    // Where to look lands on what the demo did (issue 27 item 9): the inbound webhooks with their
+    // deferrals, the delivered deliveries (the replayed ones among them), the replay in the audit
+    // log; not the dead letter list, which the replay emptied.
+    expect(text).toContain("a?inbox=any");
+    expect(text).toContain("a?deliveries=delivered");
+    expect(text).toContain("npx webhooks inbox list --status processed");
+    expect(text).toContain("npx webhooks audit --operation replayDeadLetters");
+    expect(text).not.toContain("dlq list");
     const replays = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbound_replays");
     expect(replays.rows[0]!.n).toBe(s.replayed);
   });

@@ -12,6 +12,7 @@ import { mapPlatformError, startPlatform, type Platform } from "../../shared/pla
 import { createHttpServer } from "../../shared/server/router.js";
 import { instrumentRoutes } from "../../shared/telemetry/instrument.js";
 import { createLogger } from "../../shared/telemetry/log.js";
+import { openTestDatabase } from "../support/databases.js";
 
 export const TEST_TOKEN = "operator-test-token-0123456789";
 
@@ -172,4 +173,16 @@ export function usePlatformAndReceiver(db: () => Database, use: (platform: TestP
     await platform?.stop();
     await receiver?.close();
   });
+}
+
+/**
+ * For a file that needs no second backend: a fresh embedded database of its own, and on it the
+ * platform and receiver of `usePlatformAndReceiver`; the database is closed after them.
+ */
+export function usePlatformOnOwnDatabase(use: (platform: TestPlatform, receiver: TestReceiver) => void): void {
+  let opened: Awaited<ReturnType<typeof openTestDatabase>> | undefined;
+  beforeAll(async () => { opened = await openTestDatabase("pglite"); }, 180_000);
+  // Registered before the platform's: after-hooks run in reverse, so the platform stops first.
+  afterAll(async () => { await opened?.close(); });
+  usePlatformAndReceiver(() => opened!.db, use);
 }

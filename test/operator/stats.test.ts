@@ -1,6 +1,7 @@
 import { expect, it } from "vitest";
 import { deliveriesPerMinute } from "../../shared/admin/stats.js";
 import { describeEachBackend } from "../support/databases.js";
+import { eventually, makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
 describeEachBackend("deliveries per minute", (ctx) => {
   it("counts attempts by outcome and dead letters per minute, zero-filled, probes left out", async () => {
@@ -38,3 +39,45 @@ describeEachBackend("deliveries per minute", (ctx) => {
   });
 });
 
+
+/**
+ * Issue 27 item 8, through the real relay and the page's endpoint: what the chart shows must not
+ * change when a dead letter is replayed, and the application selector must narrow it.
+ */
+describeEachBackend("deliveries per minute, as the admin page asks for them", (ctx) => {
+  let t: TestPlatform;
+  let receiver: TestReceiver;
+  usePlatformAndReceiver(() => ctx.db, (platform, r) => { t = platform; receiver = r; });
+  const totals = async (query = "") => {
+    const { series } = await t.api("GET", `/stats/deliveries-per-minute?minutes=10${query}`);
+    const sum = (k: string) => series.reduce((s: number, b: Record<string, number>) => s + b[k]!, 0);
+    return { delivered: sum("delivered"), retried: sum("retried"), failed: sum("failed"), deadLettered: sum("deadLettered") };
+  };
+
+  it("a dead letter's last attempt stays 'failed, not retried' after the dead letter is replayed and delivered", async () => {
+    receiver.answer = 503; // retryable; maxAttempts 1: exhausted at once
+    const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/replayed`, `stats-replay-${ctx.backend}`);
+    expect(await totals()).toEqual({ delivered: 0, retried: 0, failed: 1, deadLettered: 1 });
+
+    receiver.answer = 200;
+    await t.api("POST", `/dead-letters/${encodeURIComponent(deliveryId)}/replay`);
+    await eventually(`${deliveryId} delivered`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(deliveryId)}`)).status === "delivered");
+    // The 503 was the end of its run: it was not retried; the replay was a new run, delivered.
+    expect(await totals()).toEqual({ delivered: 1, retried: 0, failed: 1, deadLettered: 0 });
+  }, 60_000);
+
+  it("?applicationId= counts that application's deliveries only (the page's application selector)", async () => {
+    receiver.answer = 400;
+    const app = await t.api("POST", "/applications", { name: `Stats ${ctx.backend}` });
+    await t.api("POST", "/subscriptions", { url: `${receiver.url}/app`, eventTypes: ["stats.app"], maxAttempts: 1, applicationId: app.id });
+    const sent = await t.api("POST", "/events", { id: `stats-app-${ctx.backend}`, type: "stats.app", data: {}, applicationId: app.id });
+    const id: string = sent.deliveries[0].id;
+    await eventually(`${id} dead`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(id)}`)).status === "dead");
+
+    expect(await totals(`&applicationId=${app.id}`)).toEqual({ delivered: 0, retried: 0, failed: 1, deadLettered: 1 });
+    // The default application's rows (the test above) are not in it, and are still in the whole.
+    expect((await totals("&applicationId=app_default")).delivered).toBe(1);
+    expect((await totals("&applicationId=app_default")).failed).toBe(1);
+    expect((await totals()).failed).toBe(2);
+  }, 60_000);
+});

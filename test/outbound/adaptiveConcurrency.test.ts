@@ -6,9 +6,16 @@ const timeout = { result: "retryable" as const, status: null };
 const unavailable = { result: "retryable" as const, status: 503 };
 
 describe("adaptive concurrency (AIMD per subscription)", () => {
-  it("what counts as overload: timeouts, network errors, 5xx, 408, 429; not 2xx nor other 4xx", () => {
-    expect(([timeout, unavailable, { result: "retryable", status: 429 }, { result: "retryable", status: 408 }] as const).map((o) => isOverload(o))).toEqual([true, true, true, true]);
-    expect(([ok, { result: "permanent", status: 400 }, { result: "gone", status: 410 }, { result: "permanent", status: null }] as const).map((o) => isOverload(o))).toEqual([false, false, false, false]);
+  it("what counts as overload: timeouts, network errors, 5xx, 408; not 2xx, 429 nor other 4xx", () => {
+    expect(([timeout, unavailable, { result: "retryable", status: 408 }] as const).map((o) => isOverload(o))).toEqual([true, true, true]);
+    expect(([ok, { result: "retryable", status: 429 }, { result: "permanent", status: 400 }, { result: "gone", status: 410 }, { result: "permanent", status: null }] as const).map((o) => isOverload(o))).toEqual([false, false, false, false, false]);
+  });
+
+  it("a 429 neither lowers nor raises the limit (the receiver meters rate; the pace answers it), and still updates the latency", () => {
+    const limits = createConcurrencyLimits({ initial: 8, max: 64 });
+    for (let i = 0; i < 20; i++) limits.record("s", { result: "retryable", status: 429 }, i * 10, i * 10 + 4);
+    expect(limits.limitOf("s")).toBe(8);
+    expect(limits.latencyOf("s")).toBeCloseTo(4, 5);
   });
 
   it("a burst of 64 concurrent failures halves the limit once, not 64 times", () => {

@@ -4,7 +4,8 @@
  * is tested at the attempt limit's edges, for normal attempts and probes.
  */
 import { describe, expect, it } from "vitest";
-import { decideNext } from "../../shared/outbound/decide.js";
+import { decideNext, DESTINATION_REFUSED_HINT } from "../../shared/outbound/decide.js";
+import { DEFAULT_RATE_LIMITED_FOR_SECONDS } from "../../shared/outbound/retryPolicy.js";
 import type { RetryPolicy } from "../../shared/outbound/retryPolicy.js";
 import type { DeliveryOutcome } from "../../shared/outbound/transport.js";
 import type { ClaimedDelivery } from "../../shared/outbound/types.js";
@@ -39,7 +40,7 @@ describe("decideNext", () => {
 
   it.each([
     [outcome("permanent", { status: 400, errorClass: "http_status" }), "permanent failure: HTTP 400"],
-    [outcome("permanent", { errorClass: "destination_refused" }), "permanent failure: destination_refused"],
+    [outcome("permanent", { errorClass: "destination_refused" }), `permanent failure: destination_refused (${DESTINATION_REFUSED_HINT})`],
     [outcome("permanent", { errorClass: "redirect_refused", status: null }), "permanent failure: redirect_refused"],
     [outcome("permanent"), "permanent failure: no response"],
   ])("a permanent failure is dead at once, with its reason: %o", (o, reason) => {
@@ -105,5 +106,55 @@ describe("decideNext", () => {
 
   it("a probe's 410 is not counted", () => {
     expect(decideNext(delivery({ attempts: 2, probe: true }), gone, policy, low)).toEqual({ status: "pending", delaySeconds: 32, deadReason: null, counted: false });
+  });
+
+  it("a refused destination's reason names the setting that allows it", () => {
+    expect(DESTINATION_REFUSED_HINT).toMatch(/add its host to ALLOWED_DESTINATIONS, restart, then replay/);
+  });
+
+  it("a failed transformation is dead at once, with the transformation's own reason or a plain 'failed'", () => {
+    const failed = (excerpt: string | null) => outcome("permanent", { errorClass: "transformation_failed", responseExcerpt: excerpt });
+    expect(decideNext(delivery(), failed("threw: boom"), policy, low).deadReason).toBe("permanent failure: transformation_failed (the subscription's transformation threw: boom)");
+    expect(decideNext(delivery(), failed(null), policy, low).deadReason).toBe("permanent failure: transformation_failed (the subscription's transformation failed)");
+  });
+
+  // A 429 meters, it does not fail: no attempt is spent, however many came before, until the
+  // delivery has been answered 429 for rateLimitedForSeconds.
+  describe("429 Too Many Requests", () => {
+    const now = 1_000_000_000_000;
+    const tooMany = (retryAfterSeconds: number | null = null) => outcome("retryable", { status: 429, errorClass: "http_status", retryAfterSeconds });
+    const limitedFor = (seconds: number) => now - seconds * 1000;
+
+    it("is retried and not counted, on the last attempt and past it", () => {
+      for (const attempts of [0, 2, 9]) {
+        expect(decideNext(delivery({ attempts, rateLimitedSince: limitedFor(10) }), tooMany(), policy, low, now))
+          .toMatchObject({ status: "pending", deadReason: null, counted: false });
+      }
+    });
+
+    it("waits its Retry-After within the bound, else the backoff of the attempts so far", () => {
+      expect(decideNext(delivery({ attempts: 5 }), tooMany(7), policy, low, now).delaySeconds).toBe(7);
+      expect(decideNext(delivery({ attempts: 5 }), tooMany(3600), policy, low, now).delaySeconds).toBe(60);
+      expect(decideNext(delivery({ attempts: 0 }), tooMany(), policy, low, now).delaySeconds).toBe(2);
+      expect(decideNext(delivery({ attempts: 1 }), tooMany(), policy, low, now).delaySeconds).toBe(2);
+      expect(decideNext(delivery({ attempts: 3 }), tooMany(), policy, low, now).delaySeconds).toBe(32);
+    });
+
+    it("is dead once answered 429 for the policy's rateLimitedForSeconds, not a moment before", () => {
+      const bounded: RetryPolicy = { ...policy, rateLimitedForSeconds: 600 };
+      expect(decideNext(delivery({ rateLimitedSince: limitedFor(599.9) }), tooMany(), bounded, low, now).status).toBe("pending");
+      expect(decideNext(delivery({ rateLimitedSince: limitedFor(600) }), tooMany(), bounded, low, now)).toEqual({
+        status: "dead", delaySeconds: 0, deadReason: "rate limited: answered 429 for 600 s (bound 600 s)", counted: true,
+      });
+      expect(decideNext(delivery({ rateLimitedSince: limitedFor(1234.4) }), tooMany(), bounded, low, now).deadReason).toBe("rate limited: answered 429 for 1234 s (bound 600 s)");
+    });
+
+    it("a first 429 (no rateLimitedSince yet) is never dead; without a policy bound the default applies", () => {
+      expect(decideNext(delivery({ rateLimitedSince: null }), tooMany(), { ...policy, rateLimitedForSeconds: 0 }, low, now).status).toBe("dead");
+      expect(decideNext(delivery({ rateLimitedSince: null }), tooMany(), { ...policy, rateLimitedForSeconds: 1 }, low, now).status).toBe("pending");
+      expect(decideNext(delivery({ rateLimitedSince: limitedFor(DEFAULT_RATE_LIMITED_FOR_SECONDS - 1) }), tooMany(), policy, low, now).status).toBe("pending");
+      expect(decideNext(delivery({ rateLimitedSince: limitedFor(DEFAULT_RATE_LIMITED_FOR_SECONDS) }), tooMany(), policy, low, now).deadReason)
+        .toBe(`rate limited: answered 429 for ${DEFAULT_RATE_LIMITED_FOR_SECONDS} s (bound ${DEFAULT_RATE_LIMITED_FOR_SECONDS} s)`);
+    });
   });
 });

@@ -122,7 +122,11 @@ describeEachBackend("outbound leases", (ctx) => {
       // The relay claims all four in one batch, then sends the first.
       await waitFor("the first request", () => receiver!.received.length > 0, 10_000, 10);
       await waitFor("all four delivered", async () => {
-        // Another relay tries all along; any lease left to expire would be its to take.
+        // Another relay tries all along; any lease left to expire would be its to take. It tries only
+        // while every pending delivery has been leased: the relay claims a new endpoint's first round
+        // only (issue 28), and one it has not claimed yet is free for any relay, not taken over.
+        const { rows: free } = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbound_deliveries WHERE status = 'pending' AND lease_expires_at IS NULL");
+        if (free[0]!.n > 0) return false;
         const taken = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID() });
         stolen.push(...taken.map((t) => t.id));
         const { rows } = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbound_deliveries WHERE status = 'delivered'");

@@ -99,6 +99,33 @@ describe("relay loop (no database)", () => {
     expect(loop.held).toBe(0);
   });
 
+  it("retries a failed completion write within seconds, not after the poll backstop (a long OUTBOUND_POLL_INTERVAL_MS)", async () => {
+    // The poll is the backstop for a missed wake-up and may be a minute; a write that failed
+    // because the database blinked holds the attempts' outcomes (and their endpoint's in-flight
+    // slots in the database) until it succeeds, so it retries on its own short backoff.
+    const h = harness(10, { failCompletes: 3 });
+    const loop = createRelayLoop(h.callbacks, { batchSize: 10, concurrency: 10, pollIntervalMs: 60_000, shutdownTimeoutMs: 5000 });
+    loop.start();
+    await waitFor("all completed after three failed writes", () => h.completed.length === 10, 10_000);
+    expect(h.errors).toHaveLength(3);
+    await loop.stop();
+  }, 20_000);
+
+  it("retries a failed claim within seconds, not after the poll backstop: the work that woke it is still due", async () => {
+    const h = harness(10);
+    let failClaims = 2;
+    const claim = h.callbacks.claim;
+    h.callbacks.claim = async (limit: number) => {
+      if (failClaims > 0) { failClaims--; throw new Error("connection refused"); }
+      return claim(limit);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 10, concurrency: 10, pollIntervalMs: 60_000, shutdownTimeoutMs: 5000, claimers: 1 });
+    loop.start();
+    await waitFor("all completed after two failed claims", () => h.completed.length === 10, 10_000);
+    expect(h.errors).toEqual(["claim: connection refused", "claim: connection refused"]);
+    await loop.stop();
+  }, 20_000);
+
   it("stop: releases items claimed after stopping, finishes and completes those in flight", async () => {
     const h = harness(30, { slow: 50 });
     let openClaims!: () => void;

@@ -59,7 +59,7 @@ describeEachBackend("outbound management API", (ctx) => {
     const one = await call("GET", `/subscriptions/${created.body.id}`);
     expect(one.status).toBe(200);
     expect(one.body.secrets).toBeUndefined();
-    expect(one.body.health).toEqual({ consecutiveFailures: 0, disabledReason: null, disabledAt: null, nextProbeAt: null, lastFailureAt: null });
+    expect(one.body.health).toEqual({ consecutiveFailures: 0, disabledReason: null, disabledAt: null, nextProbeAt: null, lastFailureAt: null, destinationRefused: null });
     const list = await call("GET", "/subscriptions?status=active");
     expect(list.body.subscriptions.map((s: { id: string }) => s.id)).toEqual([created.body.id]);
   });
@@ -116,7 +116,7 @@ describeEachBackend("outbound management API", (ctx) => {
       ["POST", "/dead-letters/replay", { ids: [] }, 400, "invalid_request", /ids/],
       ["POST", "/events", { type: "a.b", data: { s: "nul\u0000" } }, 400, "invalid_request", /data\.s \(the NUL character/],
       ["POST", "/subscriptions", { url: "https://x.example/h", eventTypes: ["a"], description: "nul\u0000" }, 400, "invalid_request", /cannot be stored/],
-      ["GET", "/deliveries/nul%00", undefined, 400, "invalid_request", /cannot be stored/],
+      ["GET", "/deliveries/nul%00", undefined, 400, "invalid_parameter", /Path parameter id .*NUL/],
     ];
     for (const [method, path, body, status, code, message] of cases) {
       const res = await call(method, path, body);

@@ -317,3 +317,20 @@ describe("Azure stack: issue 13: management function", () => {
     expect(secretNamed("encryption-keys").body.value_wo).toBe('k${formatdate("YYYYMMDD", timestamp())}:${base64sha256("${uuid()}${uuid()}${uuid()}")}');
   });
 });
+
+describe("Azure #25: docs/deploy-azure.md counts what the stack creates", () => {
+  const WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+  it("names as many identities and Function Apps as the synthesized stack has", () => {
+    const doc = readFileSync("docs/deploy-azure.md", "utf8").replace(/\s+/g, " ");
+    const counts: Record<string, number> = {
+      identities: resourcesOf(json, "azurerm_user_assigned_identity").length,
+      "Function Apps": resourcesOf(json, "azurerm_linux_function_app").length,
+      apps: resourcesOf(json, "azurerm_linux_function_app").length,
+    };
+    expect(counts.identities).toBe(5);
+    for (const [noun, count] of Object.entries(counts)) {
+      const said = [...doc.matchAll(new RegExp(`\\b(${WORDS.join("|")}) ${noun}\\b`, "gi"))].map((m) => m[0]);
+      for (const phrase of said) expect(WORDS.indexOf(phrase.split(" ")[0]!.toLowerCase()), `docs/deploy-azure.md: "${phrase}"`).toBe(count);
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TerraformJson } from "../../stacks/app.js";
@@ -35,6 +35,9 @@ const line = (cloud: Cloud, json: TerraformJson, item: string) => {
 const baseline = (cloud: Cloud, json: TerraformJson) => monthlyTotal(costLines(cloud, json), 0).usd;
 const at = (cloud: Cloud, json: TerraformJson, n: number) => monthlyTotal(costLines(cloud, json), n).usd;
 const HOURS = prices.hoursPerMonth;
+let configured: Record<Cloud, TerraformJson> | undefined;
+/** The three stacks as `npm run compare` synthesizes them (the project's own settings). */
+const stacksAsConfigured = () => (configured ??= synthForChecks());
 
 /** A second resource of `type`, cloned from the first under another name (as a stack with two would synthesize). */
 function withSecond(json: TerraformJson, type: string): TerraformJson {
@@ -72,10 +75,12 @@ describe("money: quantities from the synthesized stacks × cited prices", () => 
     const oneMore = HOURS * (price("gcp.cloudSqlVcpuHour") + 3.75 * price("gcp.cloudSqlMemoryGbHour"));
     expect(baseline("gcp", gcp) - baseline("gcp", stacks.gcp)).toBeCloseTo(oneMore, 6);
 
-    // Flexible Server's price was not found: the row follows the SKU and stays unknown, the total says so.
+    // A SKU without a price in the list: the row follows the SKU and says so, the total leaves it out.
     const azure = synthStack("azure", { azurePostgresSku: "GP_Standard_D2ds_v5", azurePostgresStorageMb: 65536 });
     expect(line("azure", azure, "PostgreSQL Flexible Server").quantity).toBe("GP_Standard_D2ds_v5");
-    expect(line("azure", azure, "PostgreSQL storage (provisioned)").formula).toBe("64 GB × unknown/GB-month");
+    expect(line("azure", azure, "PostgreSQL storage (provisioned)").formula).toBe(`64 GB × $${price("azure.postgresStorageGbMonth")}/GB-month`);
+    const storage = (json: TerraformJson) => line("azure", json, "PostgreSQL storage (provisioned)").monthly(0)!;
+    expect(storage(azure) - storage(stacks.azure)).toBeCloseTo(32 * price("azure.postgresStorageGbMonth"), 9);
     expect(monthlyTotal(costLines("azure", azure), 0).unknown).toContain("PostgreSQL Flexible Server");
   });
 
@@ -106,6 +111,13 @@ describe("money: quantities from the synthesized stacks × cited prices", () => 
     expect(at("gcp", big.gcp, 1e8)).toBeGreaterThan(at("gcp", stacks.gcp, 1e8));
   });
 
+  it("prices GCP's concurrent processor at the 1 vCPU it must have, and a one-request processor at its memory's CPU", () => {
+    expect(line("gcp", stacks.gcp, "Cloud Run: ingest + processor").formula).toMatch(/0\.333 vCPU .*\+ 0\.05 s × \(1 vCPU/);
+    const single = synthStack("gcp", { gcpProcessorRequestConcurrency: 1 });
+    expect(line("gcp", single, "Cloud Run: ingest + processor").formula).not.toContain("(1 vCPU");
+    expect(at("gcp", stacks.gcp, 1e8)).toBeGreaterThan(at("gcp", single, 1e8));
+  });
+
   it("shows a row whose price is unknown as unknown with the provider's page, and totals it leaves out as lower bounds", () => {
     const missing = structuredClone(prices);
     missing.prices["aws.natGatewayHour"] = { ...missing.prices["aws.natGatewayHour"]!, usd: null, unknown: "not found" };
@@ -117,8 +129,9 @@ describe("money: quantities from the synthesized stacks × cited prices", () => 
     const known = monthlyTotal(costLines("aws", stacks.aws), 0).usd - HOURS * price("aws.natGatewayHour");
     expect(c.money.aws.baseline).toEqual({ usd: expect.closeTo(known, 9), unknown: ["NAT gateway"] });
     expect(renderMarkdown(c)).toMatch(/\| always-on baseline \(no traffic\) \| ≥ \$\d+\.\d\d \(unknown: NAT gateway\) \|/);
-    // And in the shipped list, prices not found stay visible as such.
-    expect(renderMarkdown(buildComparison(stacks))).toContain("unknown, see https://azure.microsoft.com/pricing/details/postgresql/flexible-server/");
+    // A SKU the list has no price for points at its provider's page too.
+    const bigger = buildComparison({ ...stacks, azure: synthStack("azure", { azurePostgresSku: "GP_Standard_D2ds_v5" }) });
+    expect(row(lineRows(bigger, "azure"), "PostgreSQL Flexible Server")[2]).toContain("unknown, see https://azure.microsoft.com/pricing/details/postgresql/flexible-server/");
   });
 
   it("grows with traffic: every cloud costs more at 100 M than at 1 M, and the idle total is the baseline lines alone", () => {
@@ -139,6 +152,32 @@ describe("prices: every figure cited", () => {
       expect(p.read, id).toMatch(/^\d{4}-\d{2}-\d{2}$/);
       expect(p.usd !== null || (p.unknown ?? "").length > 0, id).toBe(true);
     }
+  });
+
+  it("Must-show 6: every price the stacks as configured use is known, so the three totals compare like for like", () => {
+    const configured = stacksAsConfigured();
+    for (const cloud of ["aws", "azure", "gcp"] as const) {
+      const lines = costLines(cloud, configured[cloud]);
+      for (const n of [0, 1e6, 1e8]) expect(monthlyTotal(lines, n).unknown, `${cloud} at ${n}`).toEqual([]);
+      for (const l of lines) expect(l.formula, `${cloud} ${l.item}`).not.toContain("unknown");
+    }
+    const md = renderMarkdown(buildComparison(configured));
+    expect(md).not.toMatch(/≥ \$/);
+    expect(md).not.toContain("unknown, see");
+  });
+
+  it("prices the Flexible Server SKU, the Service Bus tier and the connector machine type it has figures for, and names any other as unknown", () => {
+    expect(line("azure", stacks.azure, "PostgreSQL Flexible Server").formula).toBe(`1 × ${HOURS} h × $${price("azure.postgresB1msHour")}/h (B_Standard_B1ms)`);
+    expect(line("azure", stacks.azure, "PostgreSQL Flexible Server").monthly(0)).toBeCloseTo(HOURS * price("azure.postgresB1msHour"), 9);
+    expect(line("azure", stacks.azure, "Service Bus Standard base").monthly(0)).toBeCloseTo(HOURS * price("azure.serviceBusStandardBaseHour"), 9);
+    expect(line("gcp", stacks.gcp, "Serverless VPC Access connector").formula).toBe(`2 × ${HOURS} h × $${price("gcp.connectorE2MicroHour")}/h (e2-micro)`);
+    const bigger = synthStack("azure", { azurePostgresSku: "GP_Standard_D2ds_v5" });
+    expect(line("azure", bigger, "PostgreSQL Flexible Server").formula).toBe(`1 × ${HOURS} h × unknown (GP_Standard_D2ds_v5: no price in stacks/prices.json)/h`);
+    expect(monthlyTotal(costLines("azure", bigger), 0).unknown).toEqual(["PostgreSQL Flexible Server"]);
+    const gcp = structuredClone(stacks.gcp);
+    Object.values(gcp.resource!.google_vpc_access_connector!)[0]!.machine_type = "e2-standard-4";
+    expect(line("gcp", gcp, "Serverless VPC Access connector").monthly(0)).toBeNull();
+    expect(line("gcp", gcp, "Serverless VPC Access connector").formula).toContain("unknown (e2-standard-4: no price in stacks/prices.json)");
   });
 
   it("refuses a price without its source, without its date, or without a figure and a reason", () => {
@@ -267,12 +306,15 @@ describe("rendering, the chart and the command", () => {
     expect(md).toContain("![Monthly cost against traffic for the three stacks](chart.svg)");
     expect(md).toContain("Generated by `npm run compare`");
     expect(renderText(c)).toContain("maxReceiveCount = 7");
-    const json = toJson(c) as { money: Record<Cloud, { baseline: { usd: number } }> };
-    expect(json.money.aws.baseline.usd).toBeCloseTo(c.money.aws.baseline.usd, 9);
+    const json = toJson(c) as { money: Record<Cloud, { baseline: { usdPerMonth: number } }> };
+    expect(json.money.aws.baseline.usdPerMonth).toBeCloseTo(c.money.aws.baseline.usd, 4);
   });
 
-  it("draws one line per cloud, dashed where unknown prices are left out", () => {
-    const c = buildComparison(stacks);
+  it("draws one line per cloud, solid where every price is known and dashed where unknown prices are left out", () => {
+    expect(costChartSvg(chartSeries(buildComparison(stacks)), "t")).not.toContain("stroke-dasharray");
+    const missing = structuredClone(prices);
+    missing.prices["azure.natGatewayHour"] = { ...missing.prices["azure.natGatewayHour"]!, usd: null, unknown: "not found" };
+    const c = buildComparison(stacks, { prices: missing });
     const series = chartSeries(c);
     expect(series.map((s) => s.label)).toEqual(["AWS", "AZURE", "GCP"]);
     expect(series[0]!.points[0]![0]).toBeCloseTo(1e6);
@@ -283,6 +325,28 @@ describe("rendering, the chart and the command", () => {
     expect(svg).toContain("AZURE — at least: leaves out");
     const known = costChartSvg([{ label: "X", color: "red", points: [[1e6, 1], [1e8, 2]], unknown: [] }], "t");
     expect(known).not.toContain("stroke-dasharray");
+  });
+
+  it("keeps the legend inside the picture and names every line left out, however long the list", () => {
+    const unknown = ["PostgreSQL Flexible Server", "PostgreSQL storage (provisioned)", "Service Bus Standard base", "Service Bus operations", "Internet egress", "Functions plan scale-out"];
+    const svg = costChartSvg([
+      { label: "AWS", color: "red", points: [[1e6, 80], [1e8, 400]], unknown: [] },
+      { label: "AZURE", color: "blue", points: [[1e6, 200], [1e8, 600]], unknown },
+      { label: "GCP", color: "green", points: [[1e6, 90], [1e8, 300]], unknown: unknown.slice(0, 2) },
+    ], "t");
+    const width = Number(/<svg [^>]*width="(\d+)"/.exec(svg)![1]);
+    const height = Number(/<svg [^>]*height="(\d+)"/.exec(svg)![1]);
+    // Text width estimated at 0.6 em a character (wider than the average sans-serif glyph).
+    const texts = [...svg.matchAll(/<text x="([\d.]+)" y="([\d.]+)"([^>]*)>([^<]*)<\/text>/g)];
+    const legend = texts.filter((t) => !/text-anchor/.test(t[3]!));
+    expect(legend.length).toBeGreaterThanOrEqual(3);
+    for (const [, x, y, attrs, content] of legend) {
+      const size = Number(/font-size="(\d+)"/.exec(attrs!)?.[1] ?? 12);
+      expect(Number(x) + content!.length * 0.6 * size, content).toBeLessThanOrEqual(width);
+      expect(Number(y), content).toBeLessThanOrEqual(height);
+    }
+    const legendText = legend.map((t) => t[4]).join(" ");
+    for (const item of unknown) expect(legendText).toContain(item);
   });
 
   it("parses --traffic, --json and where to write", () => {
@@ -299,15 +363,59 @@ describe("rendering, the chart and the command", () => {
     expect(chartPathFor("docs/comparison.md")).toBe("docs/comparison-cost.svg");
   });
 
-  it("`npm run compare -- --traffic 25M --json` prices that volume for machines", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["node_modules/tsx/dist/cli.mjs", "stacks/compare.ts", "--traffic", "25M", "--json"], { timeout: 120_000 });
-    const out = JSON.parse(stdout) as { tiers: number[]; money: Record<Cloud, { atTiers: { traffic: number; usd: number }[] }> };
-    expect(out.tiers).toEqual([25e6]);
-    for (const cloud of ["aws", "azure", "gcp"] as const) expect(out.money[cloud].atTiers[0]!.traffic).toBe(25e6);
-  }, 130_000);
+  it("Must-show 6: `npm run -s compare -- --json` and `webhooks compare --json --traffic 25M` print JSON and nothing else on stdout", async () => {
+    const run = promisify(execFile);
+    const docsBefore = statSync("docs/comparison.md").mtimeMs;
+    const options = { timeout: 170_000, maxBuffer: 16 * 1024 * 1024 };
+    const [silent, loud, cli] = await Promise.all([
+      run("npm", ["run", "-s", "compare", "--", "--json"], options),
+      run("npm", ["run", "compare", "--", "--json", "--traffic", "25M"], options),
+      run(process.execPath, ["bin/webhooks.js", "compare", "--json", "--traffic", "25M"], options),
+    ]);
+    type Out = { currency: string; period: string; tiers: number[]; money: Record<Cloud, { atTiers: { traffic: number; usdPerMonth: number }[] }> };
+    // The documented form: stdout is one JSON document, as `| jq` needs.
+    const whole = JSON.parse(silent.stdout) as Out;
+    expect(whole).toMatchObject({ currency: "USD", period: "month", tiers: [1e6, 1e7, 1e8] });
+    // Without -s, npm itself prints its banner ("> name@version compare", "> tsx stacks/compare.ts …")
+    // before the script runs; the script adds nothing else to stdout.
+    const lines = loud.stdout.split("\n");
+    const start = lines.indexOf("{");
+    expect(lines.slice(0, start).filter((l) => l.trim() !== "")).toEqual([expect.stringMatching(/^> multicloud-webhooks@\S+ compare$/), "> tsx stacks/compare.ts --json --traffic 25M"]);
+    expect((JSON.parse(lines.slice(start).join("\n")) as Out).tiers).toEqual([25e6]);
+    // The CLI passes --json and --traffic through, and prints the script's JSON alone.
+    const viaCli = JSON.parse(cli.stdout) as Out;
+    expect(viaCli.tiers).toEqual([25e6]);
+    for (const cloud of ["aws", "azure", "gcp"] as const) {
+      expect(viaCli.money[cloud].atTiers[0]!.traffic).toBe(25e6);
+      expect(viaCli.money[cloud].atTiers[0]!.usdPerMonth).toBeGreaterThan(0);
+    }
+    // None of them rewrote the docs (only the default run does).
+    expect(statSync("docs/comparison.md").mtimeMs).toBe(docsBefore);
+  }, 180_000);
+
+  it("`webhooks compare` refuses a --traffic it cannot read before synthesizing anything", async () => {
+    const r = await promisify(execFile)(process.execPath, ["bin/webhooks.js", "compare", "--traffic", "lots"]).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    expect(r).toMatchObject({ code: 2, stdout: "" });
+    expect((r as { stderr: string }).stderr).toContain('--traffic wants webhooks a month in each direction, such as 25M, 500k or 2000000; got "lots"');
+  });
+
+  it("the JSON names its currency, period and traffic unit, and its amounts carry no float noise", () => {
+    const json = toJson(buildComparison(stacks, { tiers: [25e6, 1e8] })) as Record<string, unknown>;
+    expect(json).toMatchObject({ currency: "USD", period: "month", hoursPerMonth: HOURS, traffic: { unit: "webhooks a month in each direction", tiers: [25e6, 1e8] } });
+    const amounts: number[] = [];
+    const walk = (v: unknown, key = ""): void => {
+      if (typeof v === "number" && /usd/i.test(key)) amounts.push(v);
+      else if (Array.isArray(v)) v.forEach((x) => walk(x, key));
+      else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) walk(x, k);
+    };
+    walk(json.money);
+    expect(amounts.length).toBeGreaterThan(60);
+    // Money to a hundredth of a cent: 186.15, never 186.14999999999998.
+    for (const v of amounts) expect(String(v)).toMatch(/^\d+(\.\d{1,4})?$/);
+  });
 
   it("docs/comparison.md and its chart are what `npm run compare` writes from the stacks as configured", () => {
-    const c = buildComparison(synthForChecks());
+    const c = buildComparison(stacksAsConfigured());
     const stale = "docs/comparison.md is out of date: run `npm run compare` and commit docs/comparison.md and docs/comparison-cost.svg";
     expect(readFileSync("docs/comparison.md", "utf8"), stale).toBe(renderMarkdown(c));
     expect(readFileSync("docs/comparison-cost.svg", "utf8"), stale).toBe(costChartSvg(chartSeries(c), CHART_TITLE));

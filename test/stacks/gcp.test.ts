@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { REST_MAX_MESSAGE_BYTES } from "../../shared/queue/pubsubPublisher.js";
 import { GCP_MAX_INBOUND_BODY_BYTES } from "../../stacks/gcp/capacity.js";
 import { apisFor } from "../../stacks/gcp/projectApis.js";
+import { CLOUD_RUN_CONCURRENCY_MIN_CPU, CLOUD_RUN_FUNCTION_CPU } from "../../stacks/serviceFacts.js";
 import type { TerraformJson } from "../../stacks/app.js";
 import { allResources, block, references, resourceAt, resourcesOf } from "../../stacks/terraformJson.js";
 import { synthStack, TEST_OVERRIDES } from "./synthFixture.js";
@@ -284,14 +285,14 @@ describe("GCP #8: functions connect as the application role; only migrate holds 
     expect(resourcesOf(json, "google_sql_user").map((u) => u.body.name)).toEqual(["webhooks_admin"]);
   });
 
-  it("runs migrate from a Cloud Scheduler job the deploy triggers, as the scheduler account holding run.invoker on it", () => {
+  it("backs the deploy's migrate call with a daily Cloud Scheduler job, as the scheduler account holding run.invoker on it", () => {
     const job = resourceAt(json, "google_cloud_scheduler_job", "migrate/job");
     expect(job.body.name).toBe("hooktest-migrate");
     const target = block(job.body.http_target);
     expect(references(target.uri, fn("migrate"), "service_config[0].uri")).toBe(true);
     expect(references(block(target.oidc_token).service_account_email, resourceAt(json, "google_service_account", "identities/scheduler"), "email")).toBe(true);
     expect(resourceAt(json, "google_cloud_run_v2_service_iam_member", "migrate/migrate/invoker-scheduler").body.role).toBe("roles/run.invoker");
-    expect(String((json.output as Record<string, { value: string }>).migrate_command?.value)).toMatch(/^gcloud scheduler jobs run hooktest-migrate --location=europe-west1 --project=hooks-test-project$/);
+    expect(String((json.output as Record<string, { value: string }>).migrate_command?.value)).toMatch(/^gcloud functions call hooktest-migrate --gen2 --region=europe-west1 --project=hooks-test-project$/);
   });
 });
 
@@ -321,6 +322,25 @@ describe("GCP #12: ingest accepts bodies up to GCP's documented request limit", 
   });
 });
 
+describe("GCP #25: a function serving concurrent requests has the vCPU Cloud Run requires for it", () => {
+  // The API refuses concurrency > 1 below 1 vCPU; the provider does not check, so only a deploy would.
+  const cpuOf = (service: Record<string, unknown>) => Number(service.available_cpu ?? CLOUD_RUN_FUNCTION_CPU.value[String(service.available_memory)]);
+  const functions = (stack: TerraformJson) => resourcesOf(stack, "google_cloudfunctions2_function").map((f) => ({ name: f.component, service: block(f.body.service_config) }));
+
+  it("asks for 1 vCPU wherever max_instance_request_concurrency > 1 (processor and management at 512 MiB)", () => {
+    const concurrent = functions(json).filter((f) => Number(f.service.max_instance_request_concurrency) > 1);
+    expect(concurrent.map((f) => f.name).sort()).toEqual(["management", "workers"]);
+    for (const f of concurrent) expect(cpuOf(f.service), f.name).toBeGreaterThanOrEqual(CLOUD_RUN_CONCURRENCY_MIN_CPU.value);
+    for (const f of concurrent) expect(f.service.available_cpu, f.name).toBe("1");
+  });
+
+  it("leaves one-request functions at the CPU their memory comes with, and a size that has 1 vCPU already alone", () => {
+    for (const f of functions(json).filter((f) => Number(f.service.max_instance_request_concurrency) === 1)) expect(f.service.available_cpu, f.name).toBeUndefined();
+    const big = functions(synthStack("gcp", { functionMemoryMb: 2048 }));
+    for (const f of big) expect(f.service.available_cpu, f.name).toBeUndefined();
+  });
+});
+
 describe("GCP #14: a burst is served concurrently and throttled pushes do not dead-letter unrun messages", () => {
   it("serves several requests per processor instance, with a pool to match", () => {
     const service = block(fn("workers").body.service_config);
@@ -344,15 +364,16 @@ describe("GCP #14: a burst is served concurrently and throttled pushes do not de
   });
 });
 
-describe("GCP #15: a relay run ends before the next tick", () => {
+describe("GCP #15, scheduled mode: a relay run ends before the next tick", () => {
   it.each([
     [1, 120], [1, 30], [1, 60], [2, 120], [2, 300], [5, 900], [15, 120], [60, 900],
   ])("interval %i min, relayTimeoutSeconds %i", (relayIntervalMinutes, relayTimeoutSeconds) => {
-    const j = synthStack("gcp", { relayIntervalMinutes, relayTimeoutSeconds });
+    const j = synthStack("gcp", { relayIntervalMinutes, relayTimeoutSeconds, relayMode: "scheduled" });
     const relay = resourceAt(j, "google_cloudfunctions2_function", "relay/relay/function");
     const service = block(relay.body.service_config);
     const budget = Number((service.environment_variables as Record<string, string>).WEBHOOKS_RELAY_BUDGET_SECONDS);
     const timeout = service.timeout_seconds as number;
+    expect((service.environment_variables as Record<string, string>).WEBHOOKS_RELAY_MODE).toBe("scheduled");
     expect(service.max_instance_count).toBe(1);
     expect(timeout).toBeLessThanOrEqual(relayIntervalMinutes * 60);
     expect(timeout).toBeLessThanOrEqual(relayTimeoutSeconds);
@@ -361,6 +382,27 @@ describe("GCP #15: a relay run ends before the next tick", () => {
     expect(budget + 15).toBeLessThanOrEqual(relayIntervalMinutes * 60);
     const job = resourceAt(j, "google_cloud_scheduler_job", "relay/job").body;
     expect(job.attempt_deadline).toBe(`${Math.max(15, timeout)}s`);
+  });
+});
+
+describe("GCP issue 24, listening mode (the default): runs overlap, so one always listens", () => {
+  it.each([
+    [1, 120, 2], [1, 180, 3], [2, 300, 3], [5, 900, 3], [14, 900, 2],
+  ])("interval %i min, relayTimeoutSeconds %i: the run listens past the next tick; %i instances at most", (relayIntervalMinutes, relayTimeoutSeconds, instances) => {
+    const j = synthStack("gcp", { relayIntervalMinutes, relayTimeoutSeconds });
+    const service = block(resourceAt(j, "google_cloudfunctions2_function", "relay/relay/function").body.service_config);
+    const variables = service.environment_variables as Record<string, string>;
+    expect(variables.WEBHOOKS_RELAY_MODE).toBe("listening");
+    expect(service.timeout_seconds).toBe(relayTimeoutSeconds);
+    // It listens until its budget less the pass reserve (the attempt timeout + 5 s = 15 s): past the next tick.
+    expect(Number(variables.WEBHOOKS_RELAY_BUDGET_SECONDS) - 15).toBeGreaterThan(relayIntervalMinutes * 60);
+    expect(service.max_instance_count).toBe(instances);
+    expect(service.max_instance_request_concurrency ?? 1).toBe(1);
+    expect(variables.WEBHOOKS_DB_POOL_MAX).toBe("3");
+  });
+
+  it("refuses a timeout that would leave a gap between runs, saying what to change", () => {
+    expect(() => synthStack("gcp", { relayIntervalMinutes: 5, relayTimeoutSeconds: 120 })).toThrow(/relayTimeoutSeconds \(120\) must be at least relayIntervalMinutes × 60 \+ 60 \(360\).*relayMode "scheduled"/);
   });
 });
 
@@ -443,8 +485,8 @@ describe("GCP stack: issue 13: management function", () => {
     const service = block(fn("management").body.service_config);
     expect(service).toMatchObject({ max_instance_count: 2, max_instance_request_concurrency: 8, vpc_connector_egress_settings: "PRIVATE_RANGES_ONLY" });
     expect(secretEnv("management").map((s) => s.key).sort()).toEqual(["ADMIN_TOKEN", "DATABASE_URL", "ENCRYPTION_KEYS"]);
-    // Counted in the budget: 9 processors × 10 + relay 2 + migrate 1 + management 2 × 2 = 97, over 100 less 10 reserved.
-    expect(() => synthStack("gcp", { processorConcurrency: 9, gcpProcessorRequestConcurrency: 10, cloudSqlMaxConnections: 100 })).toThrow(/management 2 × 2 = 97 connections/);
+    // Counted in the budget: 9 processors × 10 + relay 2 × 3 (two listening runs overlap) + migrate 1 + management 2 × 2 = 101, over 100 less 10 reserved.
+    expect(() => synthStack("gcp", { processorConcurrency: 9, gcpProcessorRequestConcurrency: 10, cloudSqlMaxConnections: 100 })).toThrow(/relay 2 × 3 \+ migrate 1 \+ management 2 × 2 = 101 connections/);
   });
 
   it("runs as its own service account, which may read exactly the app URL, its admin token and the encryption keys", () => {
@@ -456,6 +498,16 @@ describe("GCP stack: issue 13: management function", () => {
     const tokenReaders = resourcesOf(json, "google_secret_manager_secret_iam_member").filter((m) => String(m.body.secret_id).includes(`${secretNamed("admin-token").name}.`));
     expect(tokenReaders).toHaveLength(1);
     expect(secretOf("relay", "ENCRYPTION_KEYS")).toEqual(secretNamed("encryption-keys"));
+  });
+
+  it("#25: writes a generated first version only while its secret has none, and abandons it (never destroys) after", () => {
+    // The provider drops a DESTROYED version from state; without this, the next apply would write a new generated value.
+    expect((json.variable as Record<string, { type: string; default: unknown }>).existing_generated_secrets).toMatchObject({ type: "list(string)", default: [] });
+    for (const name of ["admin-token", "encryption-keys"]) {
+      const version = versionOf(secretNamed(name))!.body;
+      expect(version.count).toBe(`\${contains(var.existing_generated_secrets, "${name}") ? 0 : 1}`);
+      expect(version.deletion_policy).toBe("ABANDON");
+    }
   });
 
   it("generates the first versions of the admin token and the encryption keys, write-only (never in state)", () => {

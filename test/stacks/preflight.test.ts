@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { describePreflight, onPath, preflight } from "../../stacks/preflight.js";
+import { atLeast, describePreflight, onPath, preflight } from "../../stacks/preflight.js";
 import { fixtureArtifacts } from "./synthFixture.js";
 
 let bin: string;
@@ -20,13 +20,19 @@ beforeAll(() => {
   artifacts = fixtureArtifacts();
 });
 
-function fakeBinary(name: string): string {
+/**
+ * A stand-in executable on its own PATH directory. `terraform` and `tofu` stand-ins answer
+ * `version -json` as Terraform 1.11.4 does (only that field); others exit 0.
+ */
+function fakeBinary(name: string, script = /^(terraform|tofu)$/.test(name) ? versionScript("1.11.4") : "exit 0"): string {
   const dir = mkdtempSync(join(tmpdir(), "webhooks-bin-"));
   const path = join(dir, name);
-  writeFileSync(path, "#!/bin/sh\nexit 0\n");
+  writeFileSync(path, `#!/bin/sh\n${script}\n`);
   chmodSync(path, 0o755);
   return dir;
 }
+
+const versionScript = (version: string) => `echo '{"terraform_version":"${version}","platform":"linux_amd64"}'`;
 
 describe("deploy preflight", () => {
   it("names every missing piece with what to do, and finds nothing on an empty PATH", () => {
@@ -86,7 +92,7 @@ describe("deploy preflight", () => {
     const result = preflight("gcp", { env, home, cdktfJson: noContext });
     expect(result.missing).toEqual([expect.stringContaining("no GCP credentials"), expect.stringContaining("no GCP project chosen: set WEBHOOKS_GCP_PROJECT")]);
     const noGcloud = preflight("gcp", { env: { ...env, PATH: fakeBinary("terraform") }, home, cdktfJson: noContext });
-    expect(noGcloud.missing).toContainEqual(expect.stringContaining("no `gcloud` on PATH: the deploy runs the migrate job"));
+    expect(noGcloud.missing).toContainEqual(expect.stringContaining("no `gcloud` on PATH: the deploy calls the migrate function"));
     const adcHome = mkdtempSync(join(tmpdir(), "webhooks-home-"));
     mkdirSync(join(adcHome, ".config", "gcloud"), { recursive: true });
     writeFileSync(join(adcHome, ".config", "gcloud", "application_default_credentials.json"), "{}");
@@ -97,6 +103,40 @@ describe("deploy preflight", () => {
   it("refuses to deploy placeholder code", () => {
     const env = { PATH: fakeBinary("terraform"), AWS_PROFILE: "dev", WEBHOOKS_ARTIFACTS_DIR: artifacts, WEBHOOKS_SYNTH_PLACEHOLDERS: "1" };
     expect(preflight("aws", { env, home, cdktfJson: noContext }).missing).toEqual([expect.stringContaining("WEBHOOKS_SYNTH_PLACEHOLDERS=1 is set")]);
+  });
+
+  it("refuses a Terraform older than 1.11 (write-only arguments), naming the version it found (issue 27 item 6)", () => {
+    const env = { PATH: fakeBinary("terraform", versionScript("1.5.7")), AWS_PROFILE: "dev", WEBHOOKS_ARTIFACTS_DIR: artifacts };
+    const result = preflight("aws", { env, home, cdktfJson: noContext });
+    expect(result.ok).toBe(false);
+    expect(result.missing).toEqual([expect.stringMatching(/^terraform 1\.5\.7 on PATH \(.*\) is too old: .*write-only arguments, which need Terraform ≥ 1\.11/)]);
+    expect(describePreflight("aws", result)).not.toContain("Ready to deploy");
+    const tofu = preflight("aws", { env: { ...env, PATH: fakeBinary("tofu", versionScript("1.10.6")) }, home, cdktfJson: noContext });
+    expect(tofu.missing).toEqual([expect.stringContaining("tofu 1.10.6 on PATH")]);
+    expect(tofu.missing[0]).toContain("OpenTofu ≥ 1.11");
+    const garbled = preflight("aws", { env: { ...env, PATH: fakeBinary("terraform", "echo 'Terraform v1.11.0'; exit 0") }, home, cdktfJson: noContext });
+    expect(garbled.missing).toEqual([expect.stringContaining("could not read the version of")]);
+  });
+
+  it("reads the version of the real terraform on this machine", (t) => {
+    const real = onPath("terraform", process.env);
+    if (!real) {
+      console.warn("SKIPPED: no terraform on PATH; the version check ran against stand-ins only");
+      return t.skip();
+    }
+    const result = preflight("aws", { env: { PATH: dirname(real), AWS_PROFILE: "dev", WEBHOOKS_ARTIFACTS_DIR: artifacts }, home, cdktfJson: noContext });
+    const version = /^terraform (\d+\.\d+\.\d+)/.exec(result.found[0] ?? "")?.[1];
+    expect(version, result.missing.join("; ")).toBeDefined();
+    expect(result.ok).toBe(atLeast(version!, [1, 11]));
+  });
+
+  it("compares versions numerically", () => {
+    expect(atLeast("1.11.0", [1, 11])).toBe(true);
+    expect(atLeast("1.9.8", [1, 11])).toBe(false);
+    expect(atLeast("1.100.0", [1, 11])).toBe(true);
+    expect(atLeast("2.0.0", [1, 11])).toBe(true);
+    expect(atLeast("0.12.31", [1, 11])).toBe(false);
+    expect(atLeast("1.12.0-beta1", [1, 11])).toBe(true);
   });
 
   it("looks only at executables on the given PATH", () => {

@@ -31,6 +31,9 @@ describe("npm run synth (stacks/synth.mjs)", () => {
     for (const stack of ["webhooks-aws", "webhooks-azure", "webhooks-gcp"]) {
       expect(existsSync(join(run.outdir, "stacks", stack, "cdk.tf.json")), stack).toBe(true);
     }
+    // It says so, and what comes next (issue 27 item 17: it used to print nothing).
+    expect(run.stdout).toContain(`Synthesized webhooks-aws, webhooks-azure, webhooks-gcp into ${join(run.outdir, "stacks")}/<stack>/cdk.tf.json`);
+    expect(run.stdout).toContain("npm run preflight -- <aws|azure|gcp>");
   });
 
   // (Bad settings are covered in-process by config.test.ts; main.ts prints both errors alike.)

@@ -5,8 +5,8 @@
  * a JWT's audience, issuer and times, not its signature), so managed-identity tokens can be used.
  */
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./freePort.js";
 
 /** Azurite's fixed, public development account key. */
 const DEV_ACCOUNT = "devstoreaccount1";
@@ -24,18 +24,22 @@ export interface AzuriteOptions {
   tls?: { certPath: string; keyPath: string };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+
+/**
+ * Starts Azurite on a free port. The port is free when asked but Azurite binds it a moment later:
+ * on a busy machine another process may take it meanwhile (EADDRINUSE), so that is retried.
+ */
+export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startAzuriteOnce(options);
+    } catch (error) {
+      if (attempt >= 4 || !/EADDRINUSE/.test((error as Error).message)) throw error;
+    }
+  }
 }
 
-export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
+async function startAzuriteOnce(options: AzuriteOptions): Promise<Azurite> {
   const port = await freePort();
   const bin = fileURLToPath(new URL("../../node_modules/azurite/dist/src/blob/main.js", import.meta.url));
   const tls = options.tls ? ["--cert", options.tls.certPath, "--key", options.tls.keyPath, "--oauth", "basic"] : [];

@@ -3,41 +3,17 @@
  * events and deliveries made before it belong to the default application afterwards, keep being
  * delivered to the same subscriptions, and single-tenant calls work as before.
  */
-import { readdir, readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { migrate } from "../../shared/db/migrate.js";
-import { openPglite } from "../../shared/db/pglite.js";
-import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { enqueue } from "../../shared/outbound/enqueue.js";
 import { listDeliveries } from "../../shared/outbound/deliveries.js";
 import { ownerOf } from "../../shared/tenancy/access.js";
 import { DEFAULT_APPLICATION_ID } from "../../shared/tenancy/applications.js";
-import { createServerDatabase, postgresAvailable } from "../support/databases.js";
+import { postgresAvailable } from "../support/databases.js";
+import { emptyDatabases, migrateBefore } from "../support/migrateBefore.js";
 
-const DIR = fileURLToPath(new URL("../../shared/sql/migrations/", import.meta.url));
-
-/** Applies the migrations before 014, as a database migrated by the previous release. */
-async function migrateBefore014(db: Database): Promise<void> {
-  const files = (await readdir(DIR)).filter((f) => /^\d{3}_.+\.sql$/.test(f) && f < "014").sort();
-  await db.transaction(async (tx) => {
-    await tx.query("CREATE TABLE schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
-    for (const file of files) {
-      await tx.exec(await readFile(DIR + file, "utf8"));
-      await tx.query("INSERT INTO schema_migrations (name) VALUES ($1)", [file]);
-    }
-  });
-}
-
-const backends: { name: string; open: () => Promise<{ db: Database; close: () => Promise<void> }> }[] = [
-  { name: "pglite", open: async () => { const db = await openPglite(); return { db, close: () => db.close() }; } },
-  { name: "postgres", open: async () => {
-    const { url, drop } = await createServerDatabase();
-    const db = openPostgres({ connectionString: url, max: 2 });
-    return { db, close: async () => { await db.close(); await drop(); } };
-  } },
-];
+const backends = emptyDatabases(2);
 
 const serverUp = await postgresAvailable();
 
@@ -49,7 +25,7 @@ for (const backend of backends) {
     it("moves existing subscriptions, events and deliveries to the default application", async () => {
       opened = await backend.open();
       const { db } = opened;
-      await migrateBefore014(db);
+      await migrateBefore(db, "014");
       // Rows written by the release before, with the columns it knew.
       await db.query("INSERT INTO outbound_subscriptions (id, url, event_types, secrets) VALUES ('sub_old', 'https://example.com/h', ARRAY['old.*'], ARRAY['whsec_x'])");
       await db.query("INSERT INTO outbound_events (id, type, body) VALUES ('evt_old', 'old.x', '{}')");
@@ -66,6 +42,6 @@ for (const backend of backends) {
       // A new event naming no application reaches the old subscription, as before.
       const sent = await enqueue(db, { id: "evt_new", type: "old.y", data: null });
       expect(sent.deliveries.map((d) => d.subscriptionId)).toEqual(["sub_old"]);
-    });
+    }, 120_000);
   });
 }

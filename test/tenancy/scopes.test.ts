@@ -9,23 +9,16 @@
  * The other application's state is compared before and after the walk. Both backends.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { scanForAlerts } from "../../shared/alerts.js";
 import { openApiDocument } from "../../shared/server/openapi.js";
 import { UndeclaredAccessError, withAccessControl } from "../../shared/tenancy/access.js";
 import type { Route } from "../../shared/server/router.js";
 import { describeEachBackend } from "../support/databases.js";
+import { authenticatedOperations, type Operation } from "../support/openapiWalk.js";
 import { eventually, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "../operator/harness.js";
 
 type Json = Record<string, any>;
-interface Operation { method: string; path: string; op: Json }
 interface Tenant { app: string; key: string; readKey: string; sub: string; event: string; dead: string; delivered: string }
-
-/** Operations of the document that need a token, and those of them that declare no access. */
-export function authenticatedOperations(document: Json): { operations: Operation[]; undeclared: string[] } {
-  const operations: Operation[] = Object.entries(document.paths as Json).flatMap(([path, ops]) =>
-    Object.entries(ops as Json).map(([method, op]) => ({ method: method.toUpperCase(), path, op: op as Json })))
-    .filter((o) => (o.op.security as unknown[]).length > 0);
-  return { operations, undeclared: operations.filter((o) => !o.op["x-access"]).map((o) => o.op.operationId as string) };
-}
 
 /**
  * Bodies that try to reach application `other` through an operation that names no resource in its
@@ -38,6 +31,10 @@ function crossBodies(other: Tenant): Record<string, unknown> {
     sendEvent: { type: "scope.x", data: 1, applicationId: other.app },
     sendEvents: { events: [{ type: "scope.x", data: 1, applicationId: other.app }] },
     replayDeadLetters: { ids: [other.dead] },
+    // The catalogue: a creation or import naming the other application is refused like any other.
+    createEventType: { name: "scope.x", applicationId: other.app },
+    importEventTypes: { document: { openapi: "3.1.0", info: { title: "scope", version: "1" }, webhooks: {} }, applicationId: other.app },
+    testTransformation: { transformation: "(event) => null", eventType: "scope.x", applicationId: other.app },
   };
 }
 
@@ -67,6 +64,8 @@ describeEachBackend("scopes, walked from /openapi.json", (ctx) => {
     t = await startTestPlatform(ctx.db);
     a = await tenant("alpha");
     b = await tenant("beta");
+    // Each dead letter's alert copy for its own application, raised now rather than by the poller mid-walk.
+    await scanForAlerts(ctx.db);
     operatorRead = (await t.api("POST", "/keys", { access: "read" })).key;
     document = await (await fetch(`${t.baseUrl}/openapi.json`)).json();
   }, 180_000);
@@ -130,6 +129,7 @@ describeEachBackend("scopes, walked from /openapi.json", (ctx) => {
   it("an application key never reads or changes another application's resources, on any operation", async () => {
     const before = await stateOf(b);
     const { operations } = authenticatedOperations(document);
+    expect((await call(t.token, "POST", "/event-types", { name: "scope.x", applicationId: b.app })).status).toBe(201);
     const bodies = crossBodies(b);
     const secretsOfB = [b.app, b.sub, b.event, b.dead, b.delivered];
     for (const o of operations) {
@@ -139,6 +139,13 @@ describeEachBackend("scopes, walked from /openapi.json", (ctx) => {
       if (access.audience === "operator") {
         const r = await call(a.key, o.method, pathFor(o, b), o.method === "GET" ? undefined : {});
         expect(r.status, `${what}: operator-only, for an application key`).toBe(403);
+        continue;
+      }
+      if (o.path.startsWith("/event-types/{name}")) {
+        // A catalogue entry is named within its application: the other application's is not found.
+        const body = o.method === "GET" ? undefined : o.method === "PATCH" ? { description: "taken over" } : {};
+        const r = await call(a.key, o.method, `/event-types/scope.x?applicationId=${b.app}`, body);
+        expect(r.status, `${what} on the other application's event type: ${r.text.slice(0, 200)}`).toBe(404);
         continue;
       }
       if (access.resource) {
@@ -162,6 +169,12 @@ describeEachBackend("scopes, walked from /openapi.json", (ctx) => {
         for (const s of secretsOfB) expect(r.text, `${what} shows ${s}`).not.toContain(s);
         const named = (o.op.parameters as Json[] | undefined)?.some((p) => p.name === "applicationId");
         if (named) expect((await call(a.key, "GET", `${o.path}?applicationId=${b.app}`)).status, `${what}?applicationId=<other>`).toBe(404);
+        continue;
+      }
+      if (o.path === "/catalogue-settings") {
+        // The application is named in the query here.
+        const r = await call(a.key, o.method, `${o.path}?applicationId=${b.app}`, { strict: true });
+        expect(r.status, `${what} for the other application: ${r.text.slice(0, 200)}`).toBe(404);
         continue;
       }
       // A creation or bulk change naming the other application.

@@ -58,12 +58,15 @@ import { startServiceBusTestPeer, type ServiceBusTestPeer } from "../support/ser
 import { inboxEntry, orderEvent, PARTNERS_JSON, signedDelivery } from "../functions/support.js";
 import { buildFunctions } from "../../functions/build.js";
 import { githubPush, SENDER_PARTNERS, stripeInvoiceEvent, writeSenderHandlers } from "../inbound/support/realSenders.js";
+import { inlineMessage } from "../../shared/cloud/inboundMessage.js";
+import { expectRealtime, FORWARD_PARTNER, ONE_DRAIN, realtimeScenario, SCALED_ATTEMPT_TIMEOUT, scaled, startRealtimeReceiver, wakeScenario, type RealtimeReceiver } from "./support/realtime.js";
 import { startFunctionProcess, type FunctionProcess } from "./support/functionProcess.js";
 import { wiringTeardown } from "./support/teardown.js";
 import { skipUnlessNode22 } from "./support/node22.js";
 import { parseReference, resolveRefs } from "./support/terraformRefs.js";
 import { startTlsPostgres, tlsPostgresUnavailable, type TlsPostgres } from "./support/tlsPostgres.js";
-import { synthBuilt, type BuiltStack } from "./support/builtStacks.js";
+import { BUNDLED_HANDLERS, synthBuilt, type BuiltStack } from "./support/builtStacks.js";
+import { deployGuideSequence, outboundCausedBy, relayUntilReceived } from "./support/deployGuide.js";
 import { makeCertificate } from "./support/certificates.js";
 import { listenLocal, verifyingHandler, type Received } from "./support/receivers.js";
 import { answer, managementScenario, type ManagementCall } from "./support/managementScenario.js";
@@ -88,6 +91,7 @@ let peer: ServiceBusTestPeer;
 let sbClient: ServiceBusClient;
 let receiver: ServiceBusReceiver;
 let queueName: string;
+let realtime: RealtimeReceiver;
 let caBundle: string;
 const identityPeers = {} as Record<AppId, ManagedIdentityTestPeer>;
 const vault = new Map<string, string>();
@@ -209,6 +213,8 @@ beforeAll(async () => {
   // The subscriber: /ok accepts, /broken answers 400 (a permanent failure: dead at once).
   const subscriber = await listenLocal(() => createHttpServer(verifyingHandler(SUBSCRIBER_SECRET, received, (path) => (path === "/broken" ? 400 : 200))));
   closers.push(subscriber.close);
+  realtime = await startRealtimeReceiver();
+  closers.push(realtime.close);
   subscriberUrl = `http://127.0.0.1:${subscriber.port}`;
 
   pg = await startTlsPostgres();
@@ -256,7 +262,7 @@ beforeAll(async () => {
     }
   }
   // The test partner, plus GitHub and Stripe for the handler module block (issue 16).
-  vault.set("partner-signing-secrets", JSON.stringify({ ...JSON.parse(PARTNERS_JSON), ...SENDER_PARTNERS }));
+  vault.set("partner-signing-secrets", JSON.stringify({ ...JSON.parse(PARTNERS_JSON), ...SENDER_PARTNERS, ...realtime.partners() }));
   vault.set("alert-webhook-secret", ALERT_SECRET);
   // The two secrets the stack generates (write-only): what Terraform evaluates their expressions to.
   // The rows this test writes itself are under the test suite's key: the keys secret holds it after
@@ -295,21 +301,29 @@ describe("Azure wiring: the synthesized stack's Function Apps on Node 22 with lo
       await asApp.close();
     }
     await migrate.invoke("timer", { name: "migrate" }); // the next tick: idempotent
+    // The deploy's call (stacks/postDeploy.ts): the same step, answering what it did, master key only.
+    expect(await migrate.invoke<Registration[]>("registrations")).toContainEqual(expect.objectContaining({ name: "migrate-now", type: "httpTrigger", route: "migrate", methods: ["POST"], authLevel: "admin" }));
+    const called = await migrate.invoke<{ status: number; body: string }>("http", { method: "POST", url: "https://wiring-migrate.azurewebsites.net/api/migrate", headers: { "content-type": "application/json" }, bodyBase64: "" });
+    expect(called.status).toBe(200);
+    expect(JSON.parse(called.body)).toEqual({ applied: [], appRole: "webhooks_app", roleCreated: false });
   }, 120_000);
 
   it("registers what the stack's settings expect: names, triggers, route, queue, connection, schedule", async (t) => {
     if (skip) return t.skip();
     ingest = await start("ingress");
     processor = await start("workers");
-    relay = await start("relay", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    relay = await start("relay", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost", ...ONE_DRAIN } });
     const route = /\/api\/(.+)$/.exec(String(json.output!.ingest_url!.value))![1];
     expect(await ingest.invoke("registrations")).toEqual([expect.objectContaining({ name: "ingest", type: "httpTrigger", route, methods: ["POST"] })]);
     expect(await processor.invoke("registrations")).toEqual([expect.objectContaining({
       name: "processor", type: "serviceBusTrigger", connection: "ServiceBusConnection", queueName: "%WEBHOOKS_QUEUE_NAME%", resolvedQueueName: queueName, cardinality: "one",
     })]);
     const settings = appResource("relay").body.app_settings as Record<string, string>;
+    // Two timers half an interval apart (issue 24: Azure never overlaps one timer's runs).
     expect(await relay.invoke("registrations")).toEqual([expect.objectContaining({
       name: "relay", type: "timerTrigger", schedule: "%WEBHOOKS_RELAY_SCHEDULE%", resolvedSchedule: settings.WEBHOOKS_RELAY_SCHEDULE, runOnStartup: false,
+    }), expect.objectContaining({
+      name: "relayOffset", type: "timerTrigger", schedule: "%WEBHOOKS_RELAY_OFFSET_SCHEDULE%", resolvedSchedule: settings.WEBHOOKS_RELAY_OFFSET_SCHEDULE, runOnStartup: false,
     })]);
   }, 120_000);
 
@@ -377,6 +391,25 @@ describe("Azure wiring: the synthesized stack's Function Apps on Node 22 with lo
     expect(alert!.verified).toBe(true);
     expect(JSON.parse(alert!.body)).toMatchObject({ type: "alert.dead_letter", data: expect.objectContaining({ eventType: "order.refunded" }) });
   }, 180_000);
+
+  it("Must-show 3: docs/deploy-azure.md's first delivered webhook as written: the handler module of its build, its subscription, its signed partner event → the outbound event it causes, delivered", async (t) => {
+    if (skip) return t.skip();
+    const guide = deployGuideSequence("azure");
+    expect(guide.handlersModule).toBe(BUNDLED_HANDLERS);
+    await createSubscription(admin, { url: `${subscriberUrl}/guide`, eventTypes: [guide.subscribedPattern], secrets: [SUBSCRIBER_SECRET] });
+    const id = `msg_guide_${Date.now()}`;
+    const answer = await post(ingest, guide.partner, signedDelivery(id, guide.inboundBody));
+    expect(answer.status, ingest.output().slice(-3000)).toBe(202);
+    for (let i = 0; i < 20 && (await inbox(id)) !== "processed"; i++) {
+      expect(await trigger(processor), processor.output().slice(-3000)).not.toBe("abandoned");
+    }
+    // Applied by the bundled order domain, not `ignored` as a build without handlers leaves it.
+    expect(await inboxEntry(admin, id, guide.partner)).toMatchObject({ status: "processed", outcome: "applied" });
+    const delivered = await relayUntilReceived("/guide", received, relayTick);
+    expect(delivered, relay.output().slice(-3000)).toHaveLength(1);
+    expect(delivered[0]!.verified).toBe(true);
+    expect(JSON.parse(delivered[0]!.body)).toMatchObject(outboundCausedBy(guide));
+  }, 120_000);
 });
 
 describe("Azure wiring: where the stack and a function disagree, the function refuses", () => {
@@ -447,16 +480,17 @@ describe("Azure wiring: a user's handler module outside the repository, bundled 
   }, 180_000);
 });
 
-describe("Azure wiring: issue 13: the management Function App", () => {
-  /** One request as the Functions host's front end hands it to the app at management_url. */
-  const call = (management: FunctionProcess): ManagementCall => async (method, path, options = {}) => {
-    const base = String(json.output!.management_url!.value).replace(/^https:\/\/\$\{[^}]+\}/, "https://wiring-management.azurewebsites.net");
-    const body = options.body === undefined ? "" : JSON.stringify(options.body);
-    const headers: Record<string, string> = { host: new URL(base).host, ...(body ? { "content-type": "application/json" } : {}), ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) };
-    const r = await management.invoke<{ status: number; headers: Record<string, string>; body: string }>("http", { method, url: `${base}${path}`, headers, bodyBase64: Buffer.from(body).toString("base64") });
-    return answer(r.status, Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)])), r.body);
-  };
+/** One request as the Functions host's front end hands it to the app at management_url. */
+const callManagement = (management: FunctionProcess): ManagementCall => async (method, path, options = {}) => {
+  const base = String(json.output!.management_url!.value).replace(/^https:\/\/\$\{[^}]+\}/, "https://wiring-management.azurewebsites.net");
+  const body = options.body === undefined ? "" : JSON.stringify(options.body);
+  const headers: Record<string, string> = { host: new URL(base).host, ...(body ? { "content-type": "application/json" } : {}), ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) };
+  const r = await management.invoke<{ status: number; headers: Record<string, string>; body: string }>("http", { method, url: `${base}${path}`, headers, bodyBase64: Buffer.from(body).toString("base64") });
+  return answer(r.status, Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)])), r.body);
+};
 
+
+describe("Azure wiring: issue 13: the management Function App", () => {
   it("registers one anonymous catch-all HTTP function under the host's api prefix, every method", async (t) => {
     if (skip) return t.skip();
     const management = await start("management");
@@ -469,12 +503,137 @@ describe("Azure wiring: issue 13: the management Function App", () => {
     if (skip) return t.skip();
     // The receiver is on this machine: only here may a subscription name it (the SSRF policy, as the relay's).
     const management = await start("management", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
-    const relay = await start("relay", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    const relay = await start("relay", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost", ...ONE_DRAIN } });
     await managementScenario({
-      call: call(management),
+      call: callManagement(management),
       token: vault.get("admin-token")!,
       relayTick: () => relay.invoke("timer", { name: "relay" }, 120_000),
       output: () => `${management.output()}\n--- relay ---\n${relay.output()}`,
     });
+  }, 180_000);
+});
+
+describe("Azure wiring: issue 24, the listening relay as the stack schedules it", () => {
+  it("the two timers' NCRONTAB schedules and budget played (singleton timers, overlapping each other): events from the API, from SQL and by inbound forwarding reach the receiver with p50 < 2 s and p99 < 5 s; across handovers nothing is lost or sent twice; retries on time", async (t) => {
+    if (skip) return t.skip();
+    const settings = appResource("relay").body.app_settings as Record<string, string>;
+    expect(settings.WEBHOOKS_RELAY_MODE).toBe("listening");
+    // Six-field NCRONTAB: "<second> <minutes> * * * *"; the two timers as the host would fire them.
+    const timerOf = (expression: string) => {
+      const m = /^(\d+) (?:\*\/(\d+)|(\d+)-59\/(\d+)) \* \* \* \*$/.exec(expression);
+      expect(m, expression).not.toBeNull();
+      const every = Number(m![2] ?? m![4]);
+      return { intervalSeconds: every * 60, offsetSeconds: Number(m![1]) + Number(m![3] ?? 0) * 60 };
+    };
+    const relayTimer = timerOf(settings.WEBHOOKS_RELAY_SCHEDULE!);
+    const offsetTimer = timerOf(settings.WEBHOOKS_RELAY_OFFSET_SCHEDULE!);
+    expect(offsetTimer.intervalSeconds).toBe(relayTimer.intervalSeconds);
+    expect(offsetTimer.offsetSeconds - relayTimer.offsetSeconds).toBe(relayTimer.intervalSeconds / 2);
+    const budget = Number(settings.WEBHOOKS_RELAY_BUDGET_SECONDS);
+    expect(budget).toBeLessThan(relayTimer.intervalSeconds); // a timer's run ends before its next tick
+    const tuning = {
+      ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost", ...SCALED_ATTEMPT_TIMEOUT,
+      // The clock's scale (support/realtime.ts), applied to the stack's budget.
+      WEBHOOKS_RELAY_BUDGET_SECONDS: String(Math.ceil(scaled(budget) / 1000)),
+    };
+    // One Function App instance runs both timers (each a singleton across instances).
+    const relay = await start("relay", { extraEnv: tuning });
+    const management = await start("management", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" } });
+    const processor = await start("workers");
+    const api = callManagement(management);
+    const token = vault.get("admin-token")!;
+    let n = 0;
+    const result = await realtimeScenario({
+      db: admin,
+      receiver: realtime,
+      sendViaApi: async (type, data) => {
+        const sent = await api("POST", "/events", { token, body: { type, data } });
+        expect(sent.status, sent.text).toBe(201);
+      },
+      forwardInbound: async (eventId, body) => {
+        const message = inlineMessage({ partner: FORWARD_PARTNER, eventId, eventType: "partner.thing", receivedAt: new Date() }, Buffer.from(body));
+        const id = `rt-${++n}`;
+        await processor.invoke("serviceBus", { queueName, body: message.body, triggerMetadata: {
+          DeliveryCount: 1, MessageId: id, ContentType: "application/json", EnqueuedTimeUtc: new Date().toISOString(), LockToken: id, SequenceNumber: n, ApplicationProperties: message.attributes ?? {},
+        } });
+      },
+    }, [
+      { name: "relay", offsetMs: 0, intervalMs: scaled(relayTimer.intervalSeconds), singleton: true, run: () => relay.invoke("timer", { name: "relay" }, 120_000) },
+      { name: "relayOffset", offsetMs: scaled(offsetTimer.offsetSeconds - relayTimer.offsetSeconds), intervalMs: scaled(offsetTimer.intervalSeconds), singleton: true, run: () => relay.invoke("timer", { name: "relayOffset" }, 120_000) },
+    ], { cloud: "azure" });
+    expectRealtime(result, () => `${relay.output().slice(-3000)}\n---\n${processor.output().slice(-1500)}`);
+  }, 240_000);
+});
+
+describe("Azure wiring: issue 24, relayMode \"scheduled\": the management app wakes the relay", () => {
+  it("an API send is delivered within seconds through the wake-up queue (sent by the management app, read by the relay app's relayWake trigger); a write outside the API waits for the next timer run", async (t) => {
+    if (skip) return t.skip();
+    const scheduled = await synthBuilt("azure", { relayMode: "scheduled" });
+    const listening = { stack, json };
+    // The helpers read the stack under test from these.
+    stack = scheduled;
+    json = scheduled.json;
+    try {
+      // What the stack says: a short-lived queue; the management identity may send to it and the
+      // relay's receive from it, nothing more; both apps name it; the relay runs one message at a time.
+      const wake = resourceAt(json, "azurerm_servicebus_queue", "queue/relay-wake");
+      expect(wake.body).toMatchObject({ default_message_ttl: "PT1M", max_delivery_count: 1, dead_lettering_on_message_expiration: false });
+      const grantsOn = (queue: SynthResource) => resourcesOf(json, "azurerm_role_assignment").filter((g) => String(g.body.scope).includes(key(queue, "id")))
+        .map((g) => ({ role: g.body.role_definition_name, app: (Object.keys(APPS) as AppId[]).find((id) => String(g.body.principal_id).includes(key(identityOf(id), "principal_id"))) }));
+      expect(grantsOn(wake)).toEqual(expect.arrayContaining([{ role: "Azure Service Bus Data Sender", app: "management" }, { role: "Azure Service Bus Data Receiver", app: "relay" }]));
+      expect(grantsOn(wake)).toHaveLength(2);
+      const settingsOf = (id: AppId) => appResource(id).body.app_settings as Record<string, string>;
+      for (const id of ["management", "relay"] as const) expect(settingsOf(id).WEBHOOKS_RELAY_WAKE_QUEUE).toBe(`\${${key(wake, "name")}}`);
+      expect(settingsOf("relay").AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls).toBe("1");
+      expect(settingsOf("relay").WEBHOOKS_RELAY_MODE).toBe("scheduled");
+      expect((resourceAt(listening.json, "azurerm_linux_function_app", "management/app").body.app_settings as Record<string, string>).WEBHOOKS_RELAY_WAKE_QUEUE).toBeUndefined();
+
+      const wakeName = String(wake.body.name);
+      peer.createQueue(wakeName, { maxDeliveryCount: Number(wake.body.max_delivery_count) });
+      const local = { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost" };
+      const relay = await start("relay", { extraEnv: local });
+      const management = await start("management", { extraEnv: local });
+      // The host's trigger on the wake-up queue: receive, run relayWake, complete.
+      const wakeReceiver = sbClient.createReceiver(wakeName, { receiveMode: "peekLock", maxAutoLockRenewalDurationInMs: 0, skipParsingBodyAsJson: true });
+      const woken = new Set<Promise<unknown>>();
+      let wakeUps = 0;
+      let pumping = true;
+      const pump = (async () => {
+        while (pumping) {
+          const [m] = await wakeReceiver.receiveMessages(1, { maxWaitTimeInMs: 200 });
+          if (!m) continue;
+          wakeUps++;
+          expect(JSON.parse(bodyText(m))).toEqual({ wake: true });
+          const run = relay.invoke("serviceBus", { queueName: wakeName, body: bodyText(m), triggerMetadata: bindingData(m) }, 120_000)
+            .then(() => wakeReceiver.completeMessage(m));
+          woken.add(run);
+          void run.finally(() => woken.delete(run));
+        }
+      })();
+      const api = callManagement(management);
+      const token = vault.get("admin-token")!;
+      try {
+        await wakeScenario({
+          db: admin,
+          receiver: realtime,
+          sendViaApi: async (type, data) => {
+            const sent = await api("POST", "/events", { token, body: { type, data } });
+            expect(sent.status, sent.text).toBe(201);
+          },
+          wakeUps: () => wakeUps,
+          wokenRunsEnded: async () => { await Promise.all([...woken]); },
+          scheduledRun: async () => { await relay.invoke("timer", { name: "relay" }, 120_000); },
+        }, "azure");
+      } finally {
+        pumping = false;
+        await pump;
+        await wakeReceiver.close();
+      }
+      expect(relay.output()).toMatch(/"woken":true/);
+      expect(peer.stats(wakeName)).toMatchObject({ active: 0, locked: 0 });
+    } finally {
+      stack = listening.stack;
+      json = listening.json;
+    }
   }, 180_000);
 });

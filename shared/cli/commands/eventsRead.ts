@@ -12,13 +12,15 @@ const isTime = (s: string) => !Number.isNaN(Date.parse(s)) && /T/.test(s);
 export const eventsList: Command = {
   name: "events list",
   summary: "List events, newest first, by type and time range.",
-  usage: "events list [--type <type>] [--since <time>] [--until <time>] [--limit <n>]",
+  usage: "events list [--event-type <type>] [--application <id>] [--since <time>] [--until <time>] [--limit <n>]",
   help: `Options:
-  --type <type>    only this event type
+  --event-type <type>
+                   only this event type (as for dlq list; --type still works)
+  --application <id>  only this application's (operators; app_platform: alerts, operational events)
   --since <time>   enqueued at or after (ISO 8601, e.g. 2026-01-31T00:00:00Z)
   --until <time>   enqueued before
   --limit <n>      at most n (1-1000, default 100)`,
-  options: { type: { type: "string" }, since: { type: "string" }, until: { type: "string" }, limit: { type: "string" } },
+  options: { "event-type": { type: "string" }, type: { type: "string" }, application: { type: "string" }, since: { type: "string" }, until: { type: "string" }, limit: { type: "string" } },
   async run(inv) {
     for (const k of ["since", "until"] as const) {
       const v = inv.values[k] as string | undefined;
@@ -26,7 +28,7 @@ export const eventsList: Command = {
     }
     const limit = intOption(inv, "limit", 100, 1, 1000);
     const rows = itemsOf<Event>(await inv.api().get("/events", {
-      type: inv.values.type as string | undefined, since: inv.values.since as string | undefined, until: inv.values.until as string | undefined, limit: String(limit),
+      eventType: (inv.values["event-type"] ?? inv.values.type) as string | undefined, applicationId: inv.values.application as string | undefined, since: inv.values.since as string | undefined, until: inv.values.until as string | undefined, limit: String(limit),
     }));
     if (inv.json) inv.io.stdout(printJson(rows));
     else if (rows.length === 0) inv.io.stdout("No events.\n");

@@ -15,6 +15,8 @@ export interface ReplayTarget {
   bulk: string;
   /** Body of the bulk call (with the filter options of `inv`); its answer lists the ids replayed in `replayed`. */
   bulkBody(limit: number, inv: Invocation): unknown;
+  /** What the filter options of `inv` select, in words (` of subscription sub_1`), or "" for everything. */
+  selection?(inv: Invocation): string;
 }
 
 /** `<noun> replay <id>... | --all [--limit <n>]`, the same shape for every replayable list. */
@@ -68,7 +70,8 @@ export async function runReplay(inv: Invocation, target: ReplayTarget): Promise<
   const total = result.replayed.length;
   if (inv.json) inv.io.stdout(printJson({ replayed: total, ids: result.replayed, failed: result.failed }));
   else {
-    inv.io.stdout(`Replayed ${total} ${target.noun}${total === 1 ? "" : "s"}${result.failed.length ? `; ${result.failed.length} failed` : ""}.\n`);
+    const selected = all ? target.selection?.(inv) ?? "" : "";
+    inv.io.stdout(`Replayed ${total} ${target.noun}${total === 1 ? "" : "s"}${selected}${result.failed.length ? `; ${result.failed.length} failed` : ""}.\n`);
     for (const f of result.failed) inv.io.stdout(`  ${f.id}: ${f.error}\n`);
   }
   if (result.failed.length > 0) throw new OperationError(`${result.failed.length} of ${ids.length} replays failed (see above); fix the cause and replay them again.`);
@@ -98,7 +101,8 @@ async function replayAll(api: ApiClient, inv: Invocation, target: ReplayTarget):
   // The server replays in batches; ask for batches until it says none are left or the limit is reached.
   const batch = Math.min(limit, 500);
   const replayed: string[] = [];
-  inv.io.stderr(`replaying every ${target.noun} (at most ${limit})…\n`);
+  const selected = target.selection?.(inv) ?? "";
+  inv.io.stderr(`replaying ${selected ? `${target.noun}s${selected}` : `every ${target.noun}`} (at most ${limit})…\n`);
   while (replayed.length < limit) {
     const want = Math.min(batch, limit - replayed.length);
     const answer = (await api.post(target.bulk, target.bulkBody(want, inv))) as { replayed?: unknown[] } | undefined;

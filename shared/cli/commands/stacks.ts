@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { access } from "node:fs/promises";
 import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseTraffic } from "../../../stacks/compareArgs.js";
 import { OperationError, UsageError, type Command, type Invocation } from "../command.js";
 
 export const CLOUDS = ["aws", "azure", "gcp"] as const;
@@ -109,19 +110,32 @@ export function stackName(cloud: string): string {
 export const compare: Command = {
   name: "compare",
   summary: "Synthesize the three stacks and print the side-by-side comparison derived from them.",
-  usage: "compare [--markdown <path>]",
-  help: `Runs stacks/compare.ts (the same as \`npm run compare\`): prints the table and writes it as
-Markdown to docs/comparison.md.
+  usage: "compare [--traffic <n>]... [--json] [--markdown <path>]",
+  help: `Runs stacks/compare.ts (the same as \`npm run compare\`). Without options it prints the table
+and rewrites docs/comparison.md and its chart; with --traffic or --json it only prints.
 
 Options:
-  --markdown <path>   write the Markdown there instead`,
-  options: { markdown: { type: "string" } },
+  --traffic <n>       price this volume, webhooks a month in each direction (25M, 500k,
+                      2000000); repeat for several tiers. Default: 1 M, 10 M and 100 M
+  --json              print the comparison as JSON on stdout, nothing else (amounts in USD
+                      a month: the JSON says so in currency and period)
+  --markdown <path>   write the Markdown (and its chart, <path>-cost.svg) there`,
+  options: { markdown: { type: "string" }, traffic: { type: "string", multiple: true } },
   usesApi: false,
   async run(inv) {
-    noJson(inv, "compare");
+    const traffic = (inv.values.traffic as string[] | undefined) ?? [];
+    // Checked here, so a typo is refused before the stacks are synthesized.
+    for (const t of traffic) {
+      try {
+        parseTraffic(t);
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+    }
     const script = await requireFile("stacks/compare.ts", "compare");
     const target = inv.values.markdown as string | undefined;
-    const code = await run(process.execPath, [TSX, script, ...(target ? [resolvePath(inv.io.cwd, target)] : [])], inv.io.env);
+    const args = [...traffic.flatMap((t) => ["--traffic", t]), ...(inv.json ? ["--json"] : []), ...(target ? ["--markdown", resolvePath(inv.io.cwd, target)] : [])];
+    const code = await run(process.execPath, [TSX, script, ...args], inv.io.env);
     if (code !== 0) throw new OperationError(`compare failed (exit ${code}); its output above says why.`);
   },
 };

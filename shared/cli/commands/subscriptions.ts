@@ -1,7 +1,7 @@
 /** `webhooks subscriptions list|create|get|enable`. */
 import { readFile } from "node:fs/promises";
 import { seg } from "../api.js";
-import { UsageError, intOption, type Command } from "../command.js";
+import { UsageError, intOption, type Command, type Invocation } from "../command.js";
 import { printJson, record, table } from "../output.js";
 import { itemsOf } from "./lists.js";
 import { signatureSchemeOf } from "./signing.js";
@@ -67,10 +67,25 @@ export const subscriptionsList: Command = {
   },
 };
 
+/** The flow control options given (issue 15's fields), checked as the API checks them. */
+function flowOf(inv: Invocation): Record<string, unknown> {
+  const flow: Record<string, unknown> = {};
+  if (inv.values.ordered === true) flow.ordered = true;
+  if (inv.values["max-in-flight"] !== undefined) flow.maxInFlight = intOption(inv, "max-in-flight", 0, 1, 10_000);
+  if (inv.values["attempt-timeout-ms"] !== undefined) flow.attemptTimeoutMs = intOption(inv, "attempt-timeout-ms", 0, 100, 120_000);
+  const rate = inv.values["rate-limit-per-second"];
+  if (rate !== undefined) {
+    const n = Number(rate);
+    if (rate === "" || !Number.isFinite(n) || n <= 0 || n > 10_000) throw new UsageError(`--rate-limit-per-second must be a number above 0, up to 10000 (e.g. 0.5, 20); got ${JSON.stringify(rate)}.`);
+    flow.rateLimitPerSecond = n;
+  }
+  return flow;
+}
+
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
@@ -87,6 +102,14 @@ export const subscriptionsCreate: Command = {
   --application <id>     the application it belongs to (default: the default one; an
                          application key's own)
 
+Flow control (docs/outbound.md#flow-control; default: none of it):
+  --ordered              deliver the events of one orderingKey one at a time, in order
+  --max-in-flight <n>    at most n attempts in flight to it at once (1-10000)
+  --rate-limit-per-second <n>
+                         at most n attempts a second (above 0, up to 10000; 0.5 is one every 2 s)
+  --attempt-timeout-ms <ms>
+                         give up on an attempt after ms (100-120000; the relays' cap applies)
+
 Example:
   webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
   options: {
@@ -101,6 +124,10 @@ Example:
     "backfill-since": { type: "string" },
     "backfill-until": { type: "string" },
     application: { type: "string" },
+    ordered: { type: "boolean" },
+    "max-in-flight": { type: "string" },
+    "rate-limit-per-second": { type: "string" },
+    "attempt-timeout-ms": { type: "string" },
   },
   async run(inv) {
     const url = inv.values.endpoint as string | undefined;
@@ -126,6 +153,7 @@ Example:
     if (inv.values.description !== undefined) body.description = inv.values.description;
     const headers = headersOf(inv);
     if (headers) body.headers = headers;
+    Object.assign(body, flowOf(inv));
     if (inv.values["backfill-since"] !== undefined) body.backfill = { since: inv.values["backfill-since"], until: inv.values["backfill-until"] };
     else if (inv.values["backfill-until"] !== undefined) throw new UsageError("--backfill-until needs --backfill-since.");
     const sub = await inv.api().post<Subscription & { backfilled?: number }>("/subscriptions", body);

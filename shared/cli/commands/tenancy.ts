@@ -3,8 +3,8 @@
  * tenants, API keys and the audit log (issue 17, docs/tenancy.md). Operator commands: they need
  * ADMIN_TOKEN or an operator key (`--token`).
  */
-import { seg } from "../api.js";
-import { intOption, UsageError, type Command } from "../command.js";
+import { ApiError, seg } from "../api.js";
+import { intOption, OperationError, UsageError, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
 import { itemsOf } from "./lists.js";
 
@@ -61,8 +61,18 @@ be deleted.`,
   options: { cascade: { type: "boolean" } },
   positionals: [1, 1],
   async run(inv) {
-    const path = `/applications/${seg(inv.positionals[0]!)}${inv.values.cascade ? "?cascade=true" : ""}`;
-    const r = await inv.api().delete<{ id: string; deletedSubscriptions: number; cancelledDeliveries: number; revokedKeys: number }>(path);
+    const id = inv.positionals[0]!;
+    const path = `/applications/${seg(id)}${inv.values.cascade ? "?cascade=true" : ""}`;
+    let r: { id: string; deletedSubscriptions: number; cancelledDeliveries: number; revokedKeys: number };
+    try {
+      r = await inv.api().delete(path);
+    } catch (error) {
+      // The API's advice names its query parameter; here the same choice is the --cascade flag.
+      if (error instanceof ApiError && error.code === "application_in_use") {
+        throw new OperationError(`${error.message.replace(/,? ?or pass cascade=true to delete them with it/, "")} To delete them with it: webhooks applications delete ${id} --cascade`);
+      }
+      throw error;
+    }
     inv.io.stdout(inv.json ? printJson(r)
       : `Deleted ${r.id}: ${r.deletedSubscriptions} subscription(s) deleted, ${r.cancelledDeliveries} pending deliveries cancelled (kept as history), ${r.revokedKeys} key(s) revoked.\n`);
   },
@@ -71,17 +81,24 @@ be deleted.`,
 export const keysCreate: Command = {
   name: "keys create",
   summary: "Create an API key. The key is printed once; only its hash is kept.",
-  usage: "keys create [--application <id>] [--read-only] [--description <text>]",
-  help: `Options:
-  --application <id>   scope it to one application (default: an operator key, every application)
+  usage: "keys create --application <id> | --operator [--read-only] [--description <text>]",
+  help: `Options (one of the first two is required: a key's reach is chosen, never defaulted):
+  --application <id>   scope it to one application: it sees and changes that application only
+  --operator           an operator key: every application, keys and the audit log included
   --read-only          it reads, and changes nothing
   --description <text> what it is for
 
 It works at once, on every server and function, without a restart. Examples:
-  webhooks keys create --read-only --description "dashboards"
+  webhooks keys create --operator --read-only --description "dashboards"
   webhooks keys create --application app_... --description "Acme's portal"`,
-  options: { application: { type: "string" }, "read-only": { type: "boolean" }, description: { type: "string" } },
+  options: { application: { type: "string" }, operator: { type: "boolean" }, "read-only": { type: "boolean" }, description: { type: "string" } },
   async run(inv) {
+    const operator = inv.values.operator === true;
+    if (operator === (inv.values.application !== undefined)) {
+      throw new UsageError(operator
+        ? "Give either --application <id> or --operator, not both."
+        : "Choose the key's scope: --application <id> (one application; see `webhooks applications list`) or --operator (every application).");
+    }
     const body: Record<string, unknown> = { access: inv.values["read-only"] ? "read" : "write" };
     if (inv.values.application !== undefined) body.applicationId = inv.values.application;
     if (inv.values.description !== undefined) body.description = inv.values.description;

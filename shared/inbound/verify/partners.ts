@@ -97,6 +97,18 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${path}: ${issue.message}`;
 }
 
+/** Every field some scheme knows: without a valid scheme, a field none of them knows is still a mistake. */
+const KNOWN_FIELDS = new Set(Object.values(schemas).flatMap((schema) => Object.keys(schema._zod.def.shape)));
+
+/** What can be checked of a partner whose scheme is wrong or missing: its secrets, and unknown fields. */
+function schemeFreeProblems(entry: Record<string, unknown>): string[] {
+  const unknown = Object.keys(entry).filter((k) => !KNOWN_FIELDS.has(k));
+  const problems = unknown.length ? [describeIssue({ code: "unrecognized_keys", keys: unknown, path: [], message: "", input: entry } as z.core.$ZodIssue)] : [];
+  const parsed = safeParse(z.strictObject({ secrets }), { secrets: entry.secrets });
+  if (!parsed.success) problems.push(...parsed.error.issues.map(describeIssue));
+  return problems;
+}
+
 /**
  * Parses and validates the partners JSON: `{ "<name>": { "scheme": …, "secrets": [ … ], … } }`.
  * @param source named in errors, e.g. `PARTNERS` or `PARTNERS_FILE (/etc/partners.json)`.
@@ -116,10 +128,9 @@ export function parsePartners(json: string, source = "PARTNERS"): Map<string, Pa
   const problems: string[] = [];
   for (const [name, entry] of Object.entries(raw)) {
     const where = `partner "${name}"`;
-    if (!NAME.test(name)) {
-      problems.push(`${where}: the name must be 1-64 lowercase letters, digits, - or _ (it is the path segment of POST /webhooks/<name>)`);
-      continue;
-    }
+    // Each mistake is reported, not the first alone: a bad name or scheme does not hide the rest.
+    const badName = !NAME.test(name);
+    if (badName) problems.push(`${where}: the name must be 1-64 lowercase letters, digits, - or _ (it is the path segment of POST /webhooks/<name>)`);
     const scheme = (entry as { scheme?: unknown } | null)?.scheme;
     if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
       problems.push(`${where}: must be an object with scheme and secrets`);
@@ -127,6 +138,7 @@ export function parsePartners(json: string, source = "PARTNERS"): Map<string, Pa
     }
     if (!SCHEMES.includes(scheme as Scheme)) {
       problems.push(`${where}: scheme: must be one of ${SCHEMES.map((s) => `"${s}"`).join(", ")} (got ${JSON.stringify(scheme)})`);
+      problems.push(...schemeFreeProblems(entry as Record<string, unknown>).map((p) => `${where}: ${p}`));
       continue;
     }
     const parsed = safeParse(schemas[scheme as Scheme], entry);
@@ -134,7 +146,7 @@ export function parsePartners(json: string, source = "PARTNERS"): Map<string, Pa
       problems.push(...parsed.error.issues.map((issue) => `${where} (${String(scheme)}): ${describeIssue(issue)}`));
       continue;
     }
-    partners.set(name, { name, ...parsed.data } as PartnerConfig);
+    if (!badName) partners.set(name, { name, ...parsed.data } as PartnerConfig);
   }
   if (problems.length) {
     throw new ConfigError(`Invalid ${source}:\n${problems.map((p) => `- ${p}`).join("\n")}\nFix the partner configuration and start again.`);

@@ -4,6 +4,7 @@ import { prepared } from "../../db/prepared.js";
 import type { ClaimedDelivery } from "../types.js";
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { grownRate, RATE_STATED_SHARE } from "../acceptedRate.js";
 
 /** Deliveries of one subscription leased at once across all relays, unless it sets `maxInFlight` (OUTBOUND_MAX_IN_FLIGHT). */
 export const DEFAULT_MAX_IN_FLIGHT = 1024;
@@ -23,6 +24,11 @@ interface ClaimRow {
   slot_at: number | null;
   clock_at: number | null;
   ordering_key: string | null;
+  /** ms, Unix epoch. */
+  rate_limited_since: number | null;
+  /** The slot is the configured limit's (kept strictly), not only a learnt or stated pace's. */
+  strict_rate: boolean | null;
+  transformation?: string | null;
 }
 
 /**
@@ -64,7 +70,8 @@ function slotOf(row: ClaimRow, clock: ClaimClock): ClaimedDelivery["slot"] {
   const ahead = slotAt - Number(row.clock_at);
   const byWall = clock.backAt + (slotAt - clock.wallAtBack);
   const at = Math.min(Math.max(byWall, clock.sentAt + ahead), clock.backAt + ahead);
-  return { at, latest: at + RATE_LATENESS_SECONDS * 1000 };
+  const strict = row.strict_rate === true;
+  return { at, latest: at + (strict ? RATE_LATENESS_SECONDS : PACE_LATENESS_SECONDS) * 1000, strict };
 }
 
 function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean, clock?: ClaimClock): ClaimedDelivery {
@@ -82,7 +89,9 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean, clock?: Cl
     slot: clock ? slotOf(row, clock) : null,
     leaseToken,
     orderingKey: row.ordering_key,
+    transformation: row.transformation ?? null,
     probe,
+    rateLimitedSince: row.rate_limited_since === null ? null : Number(row.rate_limited_since),
   };
 }
 
@@ -94,7 +103,7 @@ const lease = (ids: string) => `claimed AS (
          claims = d.claims + 1,
          updated_at = now()
      WHERE d.id = ANY (ARRAY(${ids}))
-     RETURNING d.id, d.event_id, d.subscription_id, d.attempts, d.ordering_key
+     RETURNING d.id, d.event_id, d.subscription_id, d.attempts, d.ordering_key, d.rate_limited_since
    )`;
 
 /**
@@ -102,7 +111,8 @@ const lease = (ids: string) => `claimed AS (
  * (SQL) gives its start and `clock` the statement's reading of the clock it was set by (ms, Unix epoch).
  */
 const load = (slot: string, clock: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
-          s.attempt_timeout_ms, ${slot} AS slot_at, ${clock} AS clock_at, c.ordering_key
+          s.attempt_timeout_ms, ${slot} AS slot_at, ${clock} AS clock_at, c.ordering_key,
+          extract(epoch FROM c.rate_limited_since) * 1000 AS rate_limited_since, s.rate_limit_per_second IS NOT NULL AS strict_rate, s.transformation
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
    JOIN outbound_subscriptions s ON s.id = c.subscription_id`;
@@ -127,11 +137,29 @@ const NO_LIVE_LEASE = (row: string) => `(${row}.lease_expires_at IS NULL OR ${ro
  * (J = 0.05 s did not: 11 in one window; part of that was slots placed early, fixed since: slotOf).
  */
 export const RATE_LATENESS_SECONDS = 0.1;
+/**
+ * How late an attempt paced only by a learnt or stated rate (acceptedRate.ts) may still start. A
+ * pace is the receiver's own limit, whose bucket absorbs some bunching (and a 429 corrects it):
+ * giving back every attempt a busy event loop made 100 ms late wasted their slots, the pace then
+ * falling well below the rate it was set to (four relays at load 25: ~35 of 50 per second).
+ */
+export const PACE_LATENESS_SECONDS = 0.5;
 const RATE_JITTER_SECONDS = 0.2;
 const RATE_SPACING = (rate: string) => {
   const margin = 1 + RATE_LATENESS_SECONDS + RATE_JITTER_SECONDS;
   return `CASE WHEN ${rate} >= 1 THEN ${margin} / floor(${rate}) ELSE 1 / ${rate} + ${margin - 1} END`;
 };
+/**
+ * The spacing of subscription row `s` at time `at`: the widest of its configured limit's (above),
+ * its learnt rate's as grown since (acceptedRate.ts) and its stated quota's share. The learnt and
+ * stated rates come from the receiver itself, so they are paced as they are, without the margin a
+ * limit configured here keeps (the receiver's own bucket absorbs the jitter; a 429 corrects it).
+ * 0 when none applies.
+ */
+const SPACING = (s: string, at: string) => `GREATEST(
+       CASE WHEN ${s}.rate_limit_per_second IS NOT NULL THEN ${RATE_SPACING(`${s}.rate_limit_per_second`)} ELSE 0 END,
+       CASE WHEN ${s}.learned_rate_per_second IS NOT NULL THEN 1 / ${grownRate(s, at)} ELSE 0 END,
+       CASE WHEN ${s}.stated_rate_per_second IS NOT NULL THEN 1 / (${RATE_STATED_SHARE} * ${s}.stated_rate_per_second) ELSE 0 END)`;
 
 /** Who may be claimed for: healthy enough, not paused, with a due delivery no lease holds. */
 const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `SELECT s.id
@@ -166,10 +194,11 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
      -- the statement's one reading of the wall clock, not now() (the transaction's start, which may
      -- be long before: the claim's first statement can wait for another claim's lock): the relay
      -- places the slots on its own clock from that reading (slotOf).
-     SELECT s.id, ${RATE_SPACING("s.rate_limit_per_second")} AS spacing, GREATEST(s.rate_next_at, c.t) AS start, c.t AS clock
+     SELECT s.id, ${SPACING("s", "c.t")} AS spacing, GREATEST(s.rate_next_at, c.t) AS start, c.t AS clock
      FROM outbound_subscriptions s
      CROSS JOIN (SELECT clock_timestamp() AS t) AS c
-     WHERE s.id = ANY ($5::text[]) AND s.rate_limit_per_second IS NOT NULL
+     WHERE s.id = ANY ($5::text[])
+       AND (s.rate_limit_per_second IS NOT NULL OR s.learned_rate_per_second IS NOT NULL OR s.stated_rate_per_second IS NOT NULL)
    ),
    room AS (
      SELECT s.id, LEAST(
@@ -283,7 +312,24 @@ export async function claimDueDeliveries(q: Queryable | Database, request: Claim
     done.map(([id]) => id), done.map(([, n]) => n),
   ]);
   const clock = { sentAt, backAt: performance.now(), wallAtBack: Date.now() };
-  return rows.map((r) => toClaimed(r, request.leaseToken, false, clock));
+  return keepPaceSpacing(rows.map((r) => toClaimed(r, request.leaseToken, false, clock)), clock.backAt);
+}
+
+/**
+ * A paced (not strictly limited) subscription's slots that are already past when the claim comes
+ * back (a slow statement: PGlite on a busy event loop, a loaded server) are moved on together by
+ * the first one's lateness, keeping their spacing: sent at once instead, they reached the receiver
+ * as one burst, which its bucket answered with 429s.
+ */
+function keepPaceSpacing(claimed: ClaimedDelivery[], now: number): ClaimedDelivery[] {
+  const paced = claimed.filter((d) => d.slot && !d.slot.strict);
+  const lag = new Map<string, number>();
+  for (const d of paced) lag.set(d.subscriptionId, Math.max(lag.get(d.subscriptionId) ?? 0, now - d.slot!.at));
+  for (const d of paced) {
+    const by = lag.get(d.subscriptionId)!;
+    if (by > 0) d.slot = { ...d.slot!, at: d.slot!.at + by, latest: d.slot!.latest + by };
+  }
+  return claimed;
 }
 
 const REPORT_DONE = prepared("outbound_holds_done", `UPDATE outbound_relay_holds h

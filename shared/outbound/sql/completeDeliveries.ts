@@ -5,6 +5,7 @@ import { prepared } from "../../db/prepared.js";
 import type { HealthPolicy } from "../health.js";
 import { DEFAULT_HEALTH_POLICY, summariseHealth } from "../health.js";
 import type { Completion } from "../types.js";
+import { grownRate, RATE_DECREASE, RATE_FLOOR_PER_SECOND, RATE_RELEARN_SECONDS } from "../acceptedRate.js";
 
 export interface HealthTransition {
   subscriptionId: string;
@@ -28,14 +29,24 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23), then the delivery state and attempt log ($8–$20). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26), then the delivery state and attempt log ($8–$20, 429s $27). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
-     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[]) AS u(id, succeeded, failures, gone, throttle, probe_ok)
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[])
+       AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated)
    ),
    n AS (
-     SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status,
+     SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status, u.stated,
+            -- A 429 teaches the endpoint's rate again (acceptedRate.ts), once a second at most: the
+            -- rate accepted before it (this relay's view times the relays holding its deliveries),
+            -- or the pace it had, the lower, times RATE_DECREASE. Nothing to learn from without either.
+            u.limited AND (s.learned_at IS NULL OR s.learned_at <= now() - ${RATE_RELEARN_SECONDS} * interval '1 second')
+              AND (u.accepted IS NOT NULL OR s.learned_rate_per_second IS NOT NULL) AS relearn,
+            LEAST(10000, GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_DECREASE} * LEAST(
+              COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
+                                     WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8),
+              COALESCE(${grownRate("s", "now()")}, 'Infinity'::float8)))) AS learned,
             CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures,
             -- Start of the current run of failures (the breaker's time window); NULL while none.
             CASE WHEN (CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END) = 0 THEN NULL
@@ -43,7 +54,9 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
                  ELSE s.failing_since END AS since
      FROM outbound_subscriptions s JOIN u ON u.id = s.id
      -- A healthy endpoint answering 2xx needs no write (and no lock): the hot path stays cheap.
-     WHERE u.gone OR u.failures > 0 OR s.status <> 'active' OR s.consecutive_failures <> 0
+     WHERE u.gone OR u.failures > 0 OR s.status <> 'active' OR s.consecutive_failures <> 0 OR u.limited OR u.throttle > 0
+       -- A stated quota is written when it is new or changed (one write, not one per batch).
+       OR (u.stated IS NOT NULL AND u.stated IS DISTINCT FROM s.stated_rate_per_second)
      ORDER BY s.id
      -- NO KEY UPDATE, not UPDATE: enqueue's foreign-key checks (KEY SHARE) need not wait for it.
      FOR NO KEY UPDATE OF s
@@ -67,6 +80,9 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        consecutive_failures = m.failures,
        failing_since = m.since,
        last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
+       learned_rate_per_second = CASE WHEN m.relearn THEN m.learned ELSE s.learned_rate_per_second END,
+       learned_at = CASE WHEN m.relearn THEN now() ELSE s.learned_at END,
+       stated_rate_per_second = COALESCE(m.stated, s.stated_rate_per_second),
        -- A 429 or Retry-After slows the endpoint itself: no claims for it until then (issue 15).
        throttled_until = CASE WHEN m.throttle > 0 THEN GREATEST(s.throttled_until, now() + m.throttle * interval '1 second') ELSE s.throttled_until END,
        disabled_reason = CASE
@@ -90,9 +106,9 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    ),
    c AS (
      SELECT * FROM unnest($8::text[], $9::uuid[], $10::text[], $11::float8[], $12::text[], $13::bool[],
-                          $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[])
+                          $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[], $27::bool[])
        AS c(id, token, status, delay, dead_reason, counted, last_status, error_class, attempt_number, result,
-            latency_ms, response_excerpt, probe)
+            latency_ms, response_excerpt, probe, limited)
    ),
    applied AS (
      UPDATE outbound_deliveries d SET
@@ -105,6 +121,8 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        last_error = c.error_class,
        dead_reason = c.dead_reason,
        dead_at = CASE WHEN c.status = 'dead' THEN now() END,
+       -- The start of the delivery's run of 429s (decide.ts bounds it); any other answer ends it.
+       rate_limited_since = CASE WHEN c.limited AND c.status = 'pending' THEN COALESCE(d.rate_limited_since, now()) END,
        delivered_at = CASE WHEN c.status = 'delivered' THEN now() ELSE d.delivered_at END,
        updated_at = now()
      FROM c
@@ -134,9 +152,11 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    ),
    -- Every attempt is logged, a stale one too, unless its delivery is gone (purged by retention
    -- while this lease was long expired): an attempt log row needs a delivery to belong to.
+   -- led_to: the status this attempt set (migration 038), so what it decided outlives a replay.
    logged AS (
-     INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale)
-     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe, NOT c.applied
+     INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale, led_to)
+     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe, NOT c.applied,
+            CASE WHEN c.applied THEN c.status END
      FROM (SELECT c.*, EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id) AS applied FROM c) c
      -- CASE so the lookup runs only for stale rows, one index probe each (never a hash of the table).
      WHERE CASE WHEN c.applied THEN true ELSE coalesce((SELECT true FROM outbound_deliveries d WHERE d.id = c.id), false) END
@@ -224,6 +244,10 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
       updates.map((u) => u.throttleSeconds),
       health.openAfterSeconds ?? DEFAULT_HEALTH_POLICY.openAfterSeconds,
       updates.map((u) => u.probeSucceeded),
+      updates.map((u) => u.rateLimited),
+      updates.map((u) => u.acceptedPerSecond),
+      updates.map((u) => u.statedPerSecond),
+      completions.map((c) => c.outcome.status === 429),
     ],
   );
   const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));

@@ -8,20 +8,25 @@ import { ADMIN_SECURITY_HEADERS } from "../../admin/assets.js";
 import { openApiDocument } from "../openapi.js";
 import { referencePage } from "../reference.js";
 import type { Route } from "../router.js";
+import { VERSION } from "../../version.js";
 
-export const API_VERSION = "0.2.0";
+/** The API's version is the package's (shared/version.ts). */
+export const API_VERSION = VERSION;
 
 /**
  * The two routes describing `routes` (and themselves), and `elsewhere`: operations of the same
  * API that another function of the host serves (the cloud's ingest). Behind a base path (a
- * prefix of the host's ingress), the document names it as its server and the page links under it.
+ * prefix of the host's ingress), the document names it as its server and the page links under it;
+ * at the root, its server is "/" (the host the document was read from).
  */
 export function documentRoutes(routes: readonly Route[], elsewhere: readonly Route[] = []): Route[] {
   const documents = new Map<string, Record<string, unknown>>();
   const documentAt = (basePath: string) => {
     let document = documents.get(basePath);
     if (!document) {
-      document = openApiDocument([...routes, ...elsewhere, ...own], { version: API_VERSION, serverUrl: basePath || undefined });
+      // At the root the server is named too ("/", this document's own host), so a client generator
+      // or an API tool that reads `servers` calls this server, not one it has to be told.
+      document = openApiDocument([...routes, ...elsewhere, ...own], { version: API_VERSION, serverUrl: basePath || "/" });
       documents.set(basePath, document);
     }
     return document;

@@ -7,7 +7,7 @@
 import type { PlatformContext } from "../../context.js";
 import { ingest, type IngestDeps } from "../../inbound/ingest.js";
 import { createGroupCommit } from "../../inbound/groupCommit.js";
-import { getInboxEntry, INBOX_STATUSES, listInboxEntries, type InboxStatus } from "../../inbound/inbox.js";
+import { countInboxEntries, getInboxEntry, INBOX_STATUSES, listInboxEntries, type InboxStatus } from "../../inbound/inbox.js";
 import { getEntity } from "../../inbound/entities.js";
 import { REPLAYABLE_STATUSES, replayEntries, replayEntry, type ReplayableStatus } from "../../inbound/replay.js";
 import { loadPartners } from "../../inbound/verify/index.js";
@@ -15,7 +15,7 @@ import * as z from "zod/mini";
 import { HttpError, type Request, type Route } from "../router.js";
 import type { OperationDoc } from "../operation.js";
 import { decodeCursor, isStringPair, page } from "../pagination.js";
-import { errorSchema, inboxDetailSchema, inboxReplaySchema, inboxSummarySchema, ingestResultSchema, entitySchema, pageOf } from "../schemas.js";
+import { countSchema, errorSchema, inboxDetailSchema, inboxReplaySchema, inboxSummarySchema, ingestResultSchema, entitySchema, pageOf } from "../schemas.js";
 import { cursor, filterText, limit, optionalJson, bodyOf, route, time } from "./validate.js";
 import { actorFor } from "../../tenancy/access.js";
 
@@ -27,6 +27,7 @@ function entryId(req: Request): string {
   return id.toLowerCase();
 }
 
+const inboxCountQuery = z.strictObject({ status: z.optional(z.enum(INBOX_STATUSES)), partner: filterText() });
 const inboxQuery = z.strictObject({
   status: z.optional(z.enum(INBOX_STATUSES)),
   partner: filterText(),
@@ -103,6 +104,13 @@ export function inboxRoutes(ctx: PlatformContext): Route[] {
       const { rows, next } = await page(size, (n) => listInboxEntries(db, { ...filter, status: filter.status as InboxStatus | undefined, limit: n, after }), (e) => e.key);
       return { status: 200, body: { entries: rows.map(({ key: _key, ...e }) => e), next } };
     }),
+    // Before `/inbox/:id`, so `count` is never read as an id.
+    route("GET", "/inbox/count", {
+      operationId: "countInbox", access: { action: "read", audience: "operator" }, tag: TAG, summary: "Count inbox entries",
+      description: "How many entries have `status` (and come from `partner`): the admin page's count, beyond the page it lists.",
+      query: inboxCountQuery,
+      responses: { 200: { description: "The count.", schema: countSchema } },
+    }, async (_req, filter) => ({ status: 200, body: { count: await countInboxEntries(db, { ...filter, status: filter.status as InboxStatus | undefined }) } })),
     route("GET", "/inbox/:id", {
       operationId: "getInboxEntry", access: { action: "read", audience: "operator" }, tag: TAG, summary: "Get an inbox entry with its payload, conflicts and replays",
       responses: { 200: { description: "The entry.", schema: inboxDetailSchema } },

@@ -6,14 +6,14 @@
 import * as z from "zod/mini";
 import type { PlatformContext } from "../../context.js";
 import {
-  enqueue, enqueueMany, getDeadLetter, getDelivery, getEvent, listAttempts, listDeadLetters, listDeliveries, listEvents,
+  countDeadLetters, enqueue, enqueueMany, getDeadLetter, getDelivery, getEvent, listAttempts, listDeadLetters, listDeliveries, listEvents,
   MAX_BULK_REPLAY, MAX_EVENTS_PER_BATCH, replayDeadLetter, replayDeadLetters, resendEvent,
 } from "../../outbound/index.js";
 import { decodeCursor, isString, isStringPair, page } from "../pagination.js";
 import { HttpError, type Route } from "../router.js";
 import { eventSchema } from "../../outbound/enqueue.js";
 import {
-  attemptSchema, batchResultSchema, deadLetterSchema, deliverySchema, enqueueResultSchema, eventDetailSchema, eventSummarySchema, pageOf,
+  attemptSchema, batchResultSchema, countSchema, deadLetterSchema, deliverySchema, enqueueResultSchema, eventDetailSchema, eventSummarySchema, pageOf,
   orderingKeySchema, replayResultSchema, sendResultSchema, skipResultSchema,
 } from "../schemas.js";
 import { listOrderingKeys, skipOrderingKey } from "../../outbound/ordering.js";
@@ -31,7 +31,15 @@ const deliveryQuery = z.strictObject({
   cursor,
 });
 const pageQuery = z.strictObject({ limit, cursor });
-const eventQuery = z.strictObject({ type: filterText(), applicationId: filterText(), since: time(), until: time(), limit, cursor });
+/**
+ * `eventType`, as on the other lists (deliveries, dead letters, bulk replay); `type`, this list's
+ * first name for it, still works (issue 27 item 13: one name everywhere, no caller broken).
+ */
+const eventQuery = z.strictObject({
+  eventType: filterText(),
+  type: z.optional(z.string().check(z.minLength(1), z.maxLength(200), z.meta({ deprecated: true, description: "The former name of `eventType`; still accepted." }))),
+  applicationId: filterText(), since: time(), until: time(), limit, cursor,
+});
 /** Dead letters by subscription, event type, reason (prefix) and when they died (`since` ≤ dead at < `until`). */
 const deadLetterFilter = z.strictObject({
   subscriptionId: filterText(),
@@ -73,6 +81,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
         201: { description: "Enqueued.", schema: enqueueResultSchema },
         200: { description: "This id was enqueued before: its deliveries.", schema: enqueueResultSchema },
         409: { description: "This id names another event (type or data differ)." },
+        422: { description: "Its type's catalogue entry validates with `enforce` and `data` does not match the schema: `error.details` lists the JSON Schema errors; nothing was written (docs/catalogue.md)." },
       },
     }, async (req) => {
       const event = await req.json();
@@ -90,6 +99,7 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
         201: { description: "At least one was new.", schema: batchResultSchema },
         200: { description: "All were enqueued before.", schema: batchResultSchema },
         409: { description: "An id names another event." },
+        422: { description: "An event's data does not match its type's enforced schema (named by index); nothing was written." },
       },
     }, async (req) => {
       const input = await req.json();
@@ -102,13 +112,16 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
     }),
     route("GET", "/events", {
       operationId: "listEvents", access: { action: "read", audience: "application" }, tag: "Events", summary: "List events",
-      description: "Newest first, by type and by when they were enqueued (`since` ≤ t < `until`).",
+      description: "Newest first, by type (`eventType`, as on the other lists) and by when they were enqueued (`since` ≤ t < `until`).",
       query: eventQuery,
       responses: { 200: { description: "A page of events.", schema: pageOf("events", eventSummarySchema) } },
-    }, async (req, { cursor: c, limit: size, ...filter }) => {
+    }, async (req, { cursor: c, limit: size, eventType, type, ...filter }) => {
+      if (eventType !== undefined && type !== undefined && eventType !== type) {
+        throw new HttpError(400, "invalid_request", "Give the event type once, as eventType (type is its former name); they differ here.");
+      }
       const before = decodeCursor(c, isStringPair);
       const applicationId = listScope(req, filter.applicationId);
-      const { rows, next } = await page(size, (n) => listEvents(db, { ...filter, applicationId, before, limit: n }), (e) => e.key);
+      const { rows, next } = await page(size, (n) => listEvents(db, { ...filter, type: eventType ?? type, applicationId, before, limit: n }), (e) => e.key);
       return { status: 200, body: { events: rows.map(({ key: _key, ...e }) => e), next } };
     }),
     route("GET", "/events/:id", {
@@ -159,7 +172,16 @@ export function outboundRoutes(ctx: PlatformContext): Route[] {
       const { rows, next } = await page(size, (n) => listDeadLetters(db, { ...filter, applicationId, reasonPrefix: reason, deadSince: since, deadBefore: until, after, limit: n }), (d) => d.id);
       return { status: 200, body: { deadLetters: rows, next } };
     }),
-    // Registered before `/dead-letters/:id…` so `replay` is never read as an id.
+    route("GET", "/dead-letters/count", {
+      operationId: "countDeadLetters", access: { action: "read", audience: "application" }, tag: "Dead letters", summary: "Count dead letters",
+      description: "How many dead letters the filters of `GET /dead-letters` select: the admin page's count, beyond the page it lists.",
+      query: deadLetterFilter,
+      responses: { 200: { description: "The count.", schema: countSchema } },
+    }, async (req, { reason, since, until, ...filter }) => {
+      const applicationId = listScope(req, filter.applicationId);
+      return { status: 200, body: { count: await countDeadLetters(db, { ...filter, applicationId, reasonPrefix: reason, deadSince: since, deadBefore: until }) } };
+    }),
+    // Registered before `/dead-letters/:id…` so `replay` (and `count`) is never read as an id.
     route("POST", "/dead-letters/replay", {
       operationId: "replayDeadLetters", access: { action: "write", audience: "application" }, tag: "Dead letters", summary: "Replay dead letters by ids or by filter",
       description: `Each becomes pending and due now, its attempt count restarted, and the replay is recorded. By \`ids\` (those not dead are skipped), or every one matching \`filter\` up to \`limit\` (at most ${MAX_BULK_REPLAY} per call).`,

@@ -6,6 +6,7 @@ import * as z from "zod/mini";
 import { safeParse } from "../../safeParse.js";
 import { EventConflictError, KeyNotBlockedError, NotADeadLetterError, NotFoundError, NotSubscribedError, OutboundValidationError, PayloadTooLargeError } from "../../outbound/index.js";
 import { formatPath } from "../../outbound/validation.js";
+import { EventTypeExistsError, SchemaValidationError } from "../../outbound/catalogue.js";
 import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
 import { MAX_PAGE_SIZE } from "../pagination.js";
 import type { OperationDoc } from "../operation.js";
@@ -13,6 +14,8 @@ import { HttpError, type Request, type Response, type Route } from "../router.js
 
 /** Our typed errors as HTTP answers; anything else goes to the router (503 for a database outage, else 500). */
 export function toHttpError(error: unknown): unknown {
+  if (error instanceof SchemaValidationError) return new HttpError(422, "schema_validation_failed", error.message, error.issues);
+  if (error instanceof EventTypeExistsError) return new HttpError(409, "event_type_exists", error.message, { applicationId: error.applicationId, name: error.eventType });
   if (error instanceof PayloadTooLargeError) return new HttpError(413, "payload_too_large", error.message, { sizeBytes: error.sizeBytes, limitBytes: error.limitBytes });
   if (error instanceof OutboundValidationError) return new HttpError(400, "invalid_request", error.message, error.issues);
   if (error instanceof EventConflictError) return new HttpError(409, "event_conflict", error.message, { eventId: error.eventId });

@@ -12,6 +12,9 @@ import { synthesize, type TerraformJson } from "../../../stacks/app.js";
 import type { Cloud } from "../../../stacks/artifacts.js";
 import { testConfig } from "../../stacks/synthFixture.js";
 
+/** The handler module bundled into these builds: the one the deploy guides' step 3 names. */
+export const BUNDLED_HANDLERS = "examples/orders/handlers.ts";
+
 let built: Promise<string> | undefined;
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 
@@ -20,7 +23,7 @@ export function builtArtifacts(): Promise<string> {
   built ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), "wiring-functions-"));
     // With the example order domain bundled, as `INBOUND_HANDLERS=examples/orders/handlers.ts npm run build:functions` does.
-    await buildFunctions(dir, { inboundHandlers: join(root, "examples/orders/handlers.ts") });
+    await buildFunctions(dir, { inboundHandlers: join(root, BUNDLED_HANDLERS) });
     return dir;
   })();
   return built;

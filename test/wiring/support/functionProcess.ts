@@ -90,7 +90,9 @@ export async function startFunctionProcess(options: StartOptions): Promise<Funct
           resolve: (v) => { clearTimeout(timer); resolve(v as T); },
           reject: (e) => { clearTimeout(timer); reject(e); },
         });
-        child.send({ id, kind, payload: payload ?? null });
+        // A process stopped meanwhile (a test's teardown while a relay run is in flight): an error, not a crash.
+        if (!child.connected) return reject(new Error(`invoke(${kind}): the function process has exited`));
+        child.send({ id, kind, payload: payload ?? null }, (error) => { if (error) { pending.delete(id); clearTimeout(timer); reject(error); } });
       });
     },
     async stop() {

@@ -16,12 +16,12 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { makeCertificate } from "./certificates.js";
+import { freePort } from "../../support/freePort.js";
 
 const run = promisify(execFile);
 const BIN = process.env.PG_BIN_DIR ?? "/usr/lib/postgresql/15/bin";
@@ -57,16 +57,6 @@ export function tlsPostgresUnavailable(): string | undefined {
   return undefined;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startTlsPostgres(options: TlsPostgresOptions = {}): Promise<TlsPostgres> {
   const missing = tlsPostgresUnavailable();
