@@ -1,6 +1,6 @@
 import { http } from "@google-cloud/functions-framework";
 import { processPush } from "./handlers.js";
-import { topicAndClaimChecks } from "./connections.js";
+import { topicAndClaimChecks } from "./claimChecks.js";
 import { gcpRuntime } from "./runtime.js";
 import { runAsProduction } from "./production.js";
 

@@ -19,7 +19,7 @@ import "../../functions/gcp/processor.js";
 import "../../functions/gcp/relay.js";
 import "../../functions/gcp/migrate.js";
 import { ingestHttp, migrateHttp } from "../../functions/gcp/handlers.js";
-import { topicAndClaimChecks } from "../../functions/gcp/connections.js";
+import { topicAndClaimChecks } from "../../functions/gcp/claimChecks.js";
 import { createGcpRuntime, gcpRuntime } from "../../functions/gcp/runtime.js";
 import { claimCheckMessage, inlineMessage } from "../../shared/cloud/inboundMessage.js";
 import { openPostgres } from "../../shared/db/postgres.js";
