@@ -5,7 +5,8 @@
  * `@google-cloud/storage`, each authenticated by its google-auth-library with the service
  * account's token from the metadata server), opened by the `GcpConnectors` a registration module
  * passes in (functions/gcp/claimChecks.ts: ingest and the processor; connections.ts: the
- * management function's wake-up topic) and loaded on first use: a publish, a claim-check. Only the Functions Framework is installed by the buildpack.
+ * management function's wake-up topic) and loaded on first use: a publish, a claim-check. Only
+ * the Functions Framework is installed by the buildpack.
  *
  * The database: `DATABASE_URL` is the application role's (webhooks_app), opened over the TLS mode
  * the stack sets (`verify-ca` against the Cloud SQL instance's server CA, whose certificate names
