@@ -102,10 +102,25 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
   let loopDone: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | null = null;
   let woken = false;
+  /** Set when a claim found nothing (and no wake-up came meanwhile): the next one waits for a wake-up or the poll. */
+  let idle = false;
 
-  const wake = () => {
+  /** Ends the loop's current sleep: something inside the loop freed slots or finished a claim. */
+  const nudge = () => {
     woken = true;
     wakeUp?.();
+  };
+  /**
+   * Wake-ups from outside (a NOTIFY, a throttle running out), counted: one ends the loop's idleness,
+   * and a claim that finds nothing makes the loop idle only if none arrived while it ran. One that
+   * did may be for a row committed after the claim's snapshot was taken, and nothing else will
+   * wake the loop for it.
+   */
+  let notices = 0;
+  const wake = () => {
+    notices += 1;
+    idle = false; // whatever the last empty claim saw, there may be work now
+    nudge();
   };
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -133,7 +148,7 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       }
     }
     held -= batch.length;
-    wake();
+    nudge();
   };
 
   const parallelBatch = Math.max(1, options.completionBatch ?? 100);
@@ -202,13 +217,13 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       callbacks.onError(error, "release");
       await callbacks.release([item]).catch((e) => callbacks.onError(e, "release"));
       held -= 1;
-      wake();
+      nudge();
       return;
     }
     if (result === GIVE_BACK) {
       await callbacks.release([item]).catch((e) => callbacks.onError(e, "release"));
       held -= 1;
-      wake();
+      nudge();
       return;
     }
     buffer.push(result);
@@ -222,14 +237,13 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
   /** Claims under way, and the slots they may fill (reserved so two claims never overfill). */
   const claims = new Set<Promise<void>>();
   let reserved = 0;
-  /** Set when a claim found nothing: the next one waits for a wake-up or the poll. */
-  let idle = false;
   const claimWaitMs = Math.max(1, options.claimWaitMs ?? 25);
   /** When the last claim started (performance.now()). */
   let lastClaimAt = -Infinity;
 
   let claimFailures = 0;
   const claimInto = async (limit: number) => {
+    const noticesBefore = notices;
     let items: C[];
     try {
       items = await callbacks.claim(limit);
@@ -249,7 +263,7 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       return;
     }
     if (items.length === 0) {
-      idle = true;
+      if (notices === noticesBefore) idle = true;
       return;
     }
     held += items.length;
@@ -288,7 +302,7 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
       const claimed: Promise<void> = claimInto(limit).finally(() => {
         reserved -= limit;
         claims.delete(claimed);
-        wake();
+        nudge();
       });
       claims.add(claimed);
     }
@@ -311,7 +325,7 @@ export function createRelayLoop<C, R>(callbacks: RelayLoopCallbacks<C, R>, optio
     wake,
     async stop() {
       running = false;
-      wake();
+      nudge();
       await loopDone;
       // Items still waiting for a turn were never started: give them back rather than send them now.
       const unstarted = [...waiting.values()].flat();

@@ -261,6 +261,70 @@ describe("relay loop (no database)", () => {
     expect(new Set(h.completed).size).toBe(400);
   });
 
+  it("a wake-up that arrives while a claim runs is not lost when that claim finds nothing: it claims again (the claim's snapshot predates the NOTIFY's row)", async () => {
+    // Seen in test/faults/databaseOutage.test.ts: LISTEN came back, its "maybe missed" wake-up
+    // started a claim, an event committed while that claim ran; the claim (its snapshot older than
+    // the event) found nothing, and the event's NOTIFY was taken for that claim's: the loop slept
+    // for the whole poll backstop.
+    const h = harness(0);
+    let claims = 0;
+    let claimRunning!: () => void;
+    const running = new Promise<void>((r) => { claimRunning = r; });
+    let finishClaim!: () => void;
+    const finish = new Promise<void>((r) => { finishClaim = r; });
+    const claim = h.callbacks.claim;
+    h.callbacks.claim = async (limit: number) => {
+      claims++;
+      if (claims === 1) {
+        const snapshot = claim(limit); // what the claim's statement sees: taken before the event
+        claimRunning();
+        await finish;
+        return snapshot;
+      }
+      return claim(limit);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 5, pollIntervalMs: 3_600_000, shutdownTimeoutMs: 1000, claimers: 1 });
+    loop.start();
+    await running;
+    h.queue.push(7); // an event commits while the claim runs
+    loop.wake(); // its NOTIFY
+    finishClaim();
+    await waitFor("the event claimed and completed without waiting for the poll", () => h.completed.includes(7), 10_000);
+    expect(claims).toBeGreaterThanOrEqual(2);
+    await loop.stop();
+  }, 20_000);
+
+  it("a wake-up ends the idleness an earlier empty claim set, even while another claim runs", async () => {
+    // Two claims at once: the first finds nothing (the loop is idle), the second is slow; a NOTIFY
+    // comes meanwhile and must not be spent on a sleep that the old idleness then repeats.
+    const h = harness(0);
+    let claims = 0;
+    let slowRunning!: () => void;
+    const slow = new Promise<void>((r) => { slowRunning = r; });
+    let finishSlow!: () => void;
+    const finish = new Promise<void>((r) => { finishSlow = r; });
+    const claim = h.callbacks.claim;
+    h.callbacks.claim = async (limit: number) => {
+      claims++;
+      if (claims === 1) {
+        slowRunning();
+        await finish;
+        return [];
+      }
+      return claim(limit);
+    };
+    const loop = createRelayLoop(h.callbacks, { batchSize: 5, concurrency: 10, pollIntervalMs: 3_600_000, shutdownTimeoutMs: 1000, claimers: 2 });
+    loop.start();
+    await slow;
+    await waitFor("the second claim found nothing", () => claims >= 2, 5_000);
+    h.queue.push(9);
+    loop.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    finishSlow();
+    await waitFor("the event claimed and completed without waiting for the poll", () => h.completed.includes(9), 10_000);
+    await loop.stop();
+  }, 20_000);
+
   it("after a claim that finds nothing, waits for the poll (or a wake-up) instead of claiming again at once", async () => {
     const h = harness(0);
     let claims = 0;
