@@ -11,7 +11,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from "aws-lambda";
 import { invalidSettings, managementHostFor, type ManagementHost } from "../../shared/cloud/management.js";
 import { serializeResponse, type RawRequest, type RequestHeaders } from "../../shared/server/core.js";
-import type { RelayWaker } from "../../shared/cloud/relayWake.js";
+import { wakeOnFirstUse } from "../../shared/cloud/relayWake.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
 
 type ProxyEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
@@ -78,11 +78,7 @@ function resultOf(method: string, response: Awaited<ReturnType<ManagementHost["h
 function relayWakeUp(runtime: AwsRuntime): (() => Promise<void>) | undefined {
   const name = runtime.settings.WEBHOOKS_RELAY_FUNCTION;
   if (!name) return undefined;
-  let waker: Promise<RelayWaker> | undefined;
-  return async () => {
-    waker ??= import("./wakeRelay.js").then((m) => m.lambdaRelayWaker(name));
-    await (await waker).wake();
-  };
+  return wakeOnFirstUse(() => import("./wakeRelay.js").then((m) => m.lambdaRelayWaker(name)));
 }
 
 export async function handleManagement(runtime: AwsRuntime, event: ProxyEvent): Promise<APIGatewayProxyResult> {

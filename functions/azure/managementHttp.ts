@@ -8,7 +8,7 @@ import type { HttpRequest, HttpResponseInit } from "@azure/functions";
 import { invalidSettings, managementHostFor } from "../../shared/cloud/management.js";
 import { serializeResponse, type RawRequest, type Response } from "../../shared/server/core.js";
 import type { AzureRuntime } from "./runtime.js";
-import { coalescedWaker, type RelayWaker } from "../../shared/cloud/relayWake.js";
+import { coalescedWaker, wakeOnFirstUse } from "../../shared/cloud/relayWake.js";
 import { openServiceBusQueue } from "./connections.js";
 
 /**
@@ -39,12 +39,8 @@ export function responseInitOf(method: string, response: Response): HttpResponse
 function relayWakeUp(runtime: AzureRuntime): (() => Promise<void>) | undefined {
   const queueName = runtime.settings.WEBHOOKS_RELAY_WAKE_QUEUE;
   if (!queueName) return undefined;
-  let waker: Promise<RelayWaker> | undefined;
-  return async () => {
-    waker ??= openServiceBusQueue(runtime.settings, queueName).then((queue) =>
-      coalescedWaker(async () => { await queue.send({ body: JSON.stringify({ wake: true }) }); }));
-    await (await waker).wake();
-  };
+  return wakeOnFirstUse(() => openServiceBusQueue(runtime.settings, queueName).then((queue) =>
+    coalescedWaker(async () => { await queue.send({ body: JSON.stringify({ wake: true }) }); })));
 }
 
 export async function managementHttp(runtime: AzureRuntime, request: HttpRequest): Promise<HttpResponseInit> {

@@ -13,7 +13,7 @@
  */
 import type { Request, Response as ExpressResponse } from "@google-cloud/functions-framework";
 import { invalidSettings, managementHostFor } from "../../shared/cloud/management.js";
-import { coalescedWaker, type RelayWaker } from "../../shared/cloud/relayWake.js";
+import { coalescedWaker, wakeOnFirstUse } from "../../shared/cloud/relayWake.js";
 import { pubsubTopic } from "./connections.js";
 import { serializeResponse, type RawRequest, type RequestHeaders, type Response } from "../../shared/server/core.js";
 import type { GcpRuntime } from "./runtime.js";
@@ -48,12 +48,8 @@ function send(res: ExpressResponse, method: string, response: Response): void {
 function relayWakeUp(runtime: GcpRuntime): (() => Promise<void>) | undefined {
   const topic = runtime.settings.WEBHOOKS_RELAY_WAKE_TOPIC;
   if (!topic) return undefined;
-  let waker: Promise<RelayWaker> | undefined;
-  return async () => {
-    waker ??= pubsubTopic(runtime.settings, topic).then((publisher) =>
-      coalescedWaker(async () => { await publisher.send({ body: JSON.stringify({ wake: true }) }); }));
-    await (await waker).wake();
-  };
+  return wakeOnFirstUse(() => pubsubTopic(runtime.settings, topic).then((publisher) =>
+    coalescedWaker(async () => { await publisher.send({ body: JSON.stringify({ wake: true }) }); })));
 }
 
 export async function managementHttp(runtime: GcpRuntime, req: Request, res: ExpressResponse): Promise<void> {

@@ -35,3 +35,24 @@ export function coalescedWaker(send: () => Promise<void>, options: { minGapMs?: 
     },
   };
 }
+
+/**
+ * The management host's `wakeRelay` for a cloud: opens its waker on the first wake-up (its SDK
+ * loads then, not at cold start) and keeps it. An open that failed is tried again at the next
+ * wake-up rather than kept, so one unreachable moment does not silence the wake-ups for the
+ * instance's life.
+ */
+export function wakeOnFirstUse(open: () => Promise<RelayWaker>): () => Promise<void> {
+  let waker: Promise<RelayWaker> | undefined;
+  return async () => {
+    const opening = (waker ??= open());
+    let opened: RelayWaker;
+    try {
+      opened = await opening;
+    } catch (error) {
+      if (waker === opening) waker = undefined;
+      throw error;
+    }
+    await opened.wake();
+  };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { coalescedWaker } from "../../shared/cloud/relayWake.js";
+import { coalescedWaker, wakeOnFirstUse, type RelayWaker } from "../../shared/cloud/relayWake.js";
 
 /** A send that resolves when told, counting calls; the clock is the test's. */
 function sender() {
@@ -56,5 +56,25 @@ describe("the management function's relay wake-up (scheduled mode)", () => {
     expect(s.calls).toBe(2);
     s.finish();
     await next;
+  });
+});
+
+describe("wakeOnFirstUse (each cloud's management wakeRelay)", () => {
+  it("opens the waker on the first wake-up only and keeps it; an open that failed is tried again at the next wake-up", async () => {
+    let opens = 0;
+    let wakes = 0;
+    let failOpen = true;
+    const waker: RelayWaker = { wake: async () => { wakes++; } };
+    const wakeRelay = wakeOnFirstUse(async () => {
+      opens++;
+      if (failOpen) { failOpen = false; throw new Error("namespace unreachable"); }
+      return waker;
+    });
+    expect(opens, "nothing opened before the first wake-up").toBe(0);
+    await expect(wakeRelay()).rejects.toThrow("namespace unreachable");
+    await wakeRelay();
+    await wakeRelay();
+    expect(opens, "the failed open is tried again once, then kept").toBe(2);
+    expect(wakes).toBe(2);
   });
 });
