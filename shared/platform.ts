@@ -24,6 +24,9 @@ import { startOutboundRelay } from "./outbound/worker.js";
 import { startRetention } from "./retention/run.js";
 import { startAlertWorker } from "./alerts.js";
 import { observePlatformQueues } from "./telemetry/queueDepth.js";
+import { observePlatformGauges } from "./telemetry/platformGauges.js";
+import type { Telemetry } from "./telemetry/sdk.js";
+import { metricsRoute } from "./server/routes/metrics.js";
 
 export type { BackgroundWorker, PlatformContext } from "./context.js";
 
@@ -48,6 +51,11 @@ export interface StartOptions {
   workers?: boolean;
   /** Inbound handlers to run instead of loading INBOUND_HANDLERS (tests). */
   handlers?: readonly InboundHandler[];
+  /**
+   * The OpenTelemetry SDK this process installed (shared/telemetry/sdk.ts), if any: its Prometheus
+   * reader serves `GET /metrics`. Absent: `/metrics` answers 404 `metrics_not_enabled`.
+   */
+  telemetry?: Telemetry;
 }
 
 export async function startPlatform(config: Config, options: StartOptions = {}): Promise<Platform> {
@@ -62,7 +70,7 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
 
   // The management API the cloud functions serve too (shared/server/management.ts), with the
   // inbound webhook route, which in the cloud is the ingest function's.
-  const routes: Route[] = managementRoutes(ctx, { ingest: webhookRoute(ctx) });
+  const routes: Route[] = managementRoutes(ctx, { ingest: webhookRoute(ctx), metrics: metricsRoute(options.telemetry?.prometheus) });
 
   const workers: BackgroundWorker[] = [];
   if (options.workers !== false) {
@@ -74,8 +82,10 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
     // New dead letters and quarantined entries: logged at error level and sent to ALERT_WEBHOOK_URL.
     workers.push(startAlertWorker(ctx));
   }
-  // Queue depths as OpenTelemetry gauges (a no-op until an SDK is registered).
-  const unobserve = observePlatformQueues(db);
+  // Queue depths, queue lag, breakers, in-flight and the inbox backlog as OpenTelemetry gauges
+  // (a no-op until an SDK is registered; read at each collection, never on the delivery path).
+  const unobserveQueues = observePlatformQueues(db);
+  const unobserveGauges = observePlatformGauges(db);
 
   return {
     ...ctx,
@@ -83,7 +93,8 @@ export async function startPlatform(config: Config, options: StartOptions = {}):
     authenticate: apiKeyAuthenticator(db, config.ADMIN_TOKEN),
     workers,
     async stop() {
-      unobserve();
+      unobserveQueues();
+      unobserveGauges();
       await Promise.allSettled(workers.map((w) => w.stop()));
       if (ownsDb) await db.close();
     },

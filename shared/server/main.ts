@@ -7,6 +7,8 @@ import { mapPlatformError, startPlatform } from "../platform.js";
 import { listen, StartError } from "./listen.js";
 import { createHttpServer } from "./router.js";
 import { localAdminToken, type LocalAdminToken } from "./localAdminToken.js";
+import { startTelemetryFromEnv } from "../telemetry/sdk.js";
+import { TelemetryConfigError } from "../telemetry/settings.js";
 
 /**
  * The banner's token lines. The token is shown in full only when this start generated it; a kept
@@ -29,7 +31,10 @@ async function main(): Promise<void> {
   // Without ADMIN_TOKEN, the embedded database keeps its generated token beside it, as its key.
   const kept = loaded.adminTokenGenerated ? await localAdminToken(loaded) : undefined;
   const config = kept ? { ...loaded, ADMIN_TOKEN: kept.token } : loaded;
-  const platform = await startPlatform(config);
+  // The OpenTelemetry SDK, only when OTEL_* variables ask for it (docs/operations.md); before the
+  // platform, so its instruments and gauges are created on the installed providers.
+  const telemetry = await startTelemetryFromEnv(process.env);
+  const platform = await startPlatform(config, { telemetry });
   const server = createHttpServer({
     routes: platform.routes,
     adminToken: config.ADMIN_TOKEN,
@@ -43,6 +48,7 @@ async function main(): Promise<void> {
     await listen(server, config.PORT);
   } catch (error) {
     await platform.stop();
+    await telemetry?.shutdown();
     throw error;
   }
   const address = server.address();
@@ -66,6 +72,8 @@ async function main(): Promise<void> {
     platform.logger.info({ signal }, "shutting down: finishing in-flight work");
     server.close();
     await platform.stop();
+    // What is buffered (spans of the last seconds, the last metric interval) goes out before exit.
+    await telemetry?.shutdown();
     process.exit(0);
   };
   process.on("SIGINT", () => void shutdown("SIGINT"));
@@ -73,7 +81,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof StartError) console.error(error.message);
+  if (error instanceof ConfigError || error instanceof StartError || error instanceof TelemetryConfigError) console.error(error.message);
   else console.error(`Could not start: ${(error as Error).message}`);
   process.exit(1);
 });

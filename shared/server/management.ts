@@ -37,6 +37,8 @@ export interface ManagementContext extends PlatformContext {
 export interface ManagementOptions {
   /** The inbound webhook route, when this host serves it too (the local platform). */
   ingest?: Route;
+  /** `GET /metrics` (shared/server/routes/metrics.ts), when this host serves it (the local platform). */
+  metrics?: Route;
 }
 
 /** Operations after which deliveries may be due now. */
@@ -116,6 +118,7 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
     ...inboxRoutes(ctx),
     ...adminRoutes(ctx),
     ...tenancyRoutes(ctx),
+    ...(options.metrics ? [options.metrics] : []),
   ], ctx.db, ctx.logger)).map((route) => pageUnderBase(wakingRelay(ctx, route)));
   // Served by another function on this host: documented all the same, never mounted here.
   const elsewhere: Route[] = options.ingest ? [] : [{

@@ -19,7 +19,7 @@ import { recordDeliveryAttempt, recordInboxReceived, recordReplay, SPANS, setSpa
 const INSTRUMENTED = new WeakSet<Route["handler"]>();
 
 /** Span name of every management and page request. */
-export const HTTP_SPAN = "webhooks.http.request";
+export const HTTP_SPAN = SPANS.httpRequest;
 
 const INGEST_PATH = "/webhooks/:partner";
 

@@ -16,48 +16,13 @@
  *   recordDeliveryAttempt({ outcome: result.outcome, latencyMs: result.latencyMs });
  * });
  */
-import { metrics, SpanStatusCode, trace, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider, type ObservableGauge, type Span } from "@opentelemetry/api";
+import { metrics, SpanKind, SpanStatusCode, trace, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider, type ObservableGauge, type Span } from "@opentelemetry/api";
+import { INSTRUMENTATION_SCOPE, METRIC_UNITS, METRICS, SPAN_KINDS, type SpanName } from "./names.js";
 
-/** Instrumentation scope name, shared by the tracer and the meter. */
-export const INSTRUMENTATION_SCOPE = "multicloud-webhooks";
 
-/** Stable metric names. Renaming one is a breaking change for dashboards: don't. */
-export const METRICS = {
-  /** Observable gauge, `{queue: "outbox" | "inbox" | "dead_letters" | "quarantine"}`: rows waiting. */
-  queueDepth: "webhooks.queue.depth",
-  /** Counter, `{outcome: "success" | "retry" | "failed"}`: one per HTTP attempt (dead letters: `webhooks.dead_letters`). */
-  deliveryAttempts: "webhooks.delivery.attempts",
-  /** Histogram, milliseconds, `{outcome}`: duration of one HTTP attempt. */
-  deliveryLatency: "webhooks.delivery.latency",
-  /** Counter, `{kind: "outbound" | "inbound"}`: deliveries dead-lettered, inbox entries quarantined. */
-  deadLetters: "webhooks.dead_letters",
-  /** Counter, `{partner, outcome: "accepted" | "duplicate" | "rejected"}`: inbound requests. */
-  inboxReceived: "webhooks.inbox.received",
-  /** Counter, `{outcome: "applied" | "noop" | "deferred" | "quarantined" | "failed"}`: processing results. */
-  inboxProcessed: "webhooks.inbox.processed",
-  /** Counter, `{kind: "outbound" | "inbound"}`: replays requested (single or bulk, one per entry). */
-  replays: "webhooks.replays",
-  /** Counter, `{type: "alert.dead_letter" | "alert.inbox_quarantined"}`: alerts raised. */
-  alerts: "webhooks.alerts",
-} as const;
-
-/** Stable span names. */
-export const SPANS = {
-  /** `enqueue(tx, event)`: validation and fan-out. Attributes: event id, type, deliveries. */
-  outboxEnqueue: "webhooks.outbox.enqueue",
-  /** One relay batch: claim, deliver, complete. Attributes: batch size. */
-  relayBatch: "webhooks.relay.batch",
-  /** One HTTP attempt of one delivery. Attributes: delivery id, attempt, status code, outcome. */
-  deliveryAttempt: "webhooks.delivery.attempt",
-  /** `POST /webhooks/:partner`: verify and store. Attributes: partner, outcome. */
-  inboxIngest: "webhooks.inbox.ingest",
-  /** Processing one inbox entry through the reconciler. Attributes: entry id, outcome. */
-  inboxProcess: "webhooks.inbox.process",
-  /** A replay of dead letters or quarantined entries. Attributes: kind, count. */
-  replay: "webhooks.replay",
-  /** The alert poller scanning for new dead letters. Attributes: alerts raised. */
-  alertScan: "webhooks.alerts.scan",
-} as const;
+// The names are pinned in ./names.ts (and by test/telemetry/names.test.ts); re-exported for the
+// modules that already import them from here.
+export { INSTRUMENTATION_SCOPE, METRICS, SPANS } from "./names.js";
 
 export type DeliveryOutcome = "success" | "retry" | "failed";
 export type InboxReceiveOutcome = "accepted" | "duplicate" | "rejected";
@@ -110,13 +75,13 @@ function instruments(): Instruments {
   const m = meter();
   cachedFor = provider;
   cached = {
-    deliveryAttempts: m.createCounter(METRICS.deliveryAttempts, { description: "HTTP attempts of outbound deliveries, by outcome" }),
-    deliveryLatency: m.createHistogram(METRICS.deliveryLatency, { description: "Duration of one outbound HTTP attempt", unit: "ms" }),
-    deadLetters: m.createCounter(METRICS.deadLetters, { description: "Deliveries dead-lettered and inbox entries quarantined" }),
-    inboxReceived: m.createCounter(METRICS.inboxReceived, { description: "Inbound webhook requests, by partner and outcome" }),
-    inboxProcessed: m.createCounter(METRICS.inboxProcessed, { description: "Inbox entries processed, by outcome" }),
-    replays: m.createCounter(METRICS.replays, { description: "Dead letters and quarantined entries replayed" }),
-    alerts: m.createCounter(METRICS.alerts, { description: "Alerts raised for new dead letters and quarantined entries" }),
+    deliveryAttempts: m.createCounter(METRICS.deliveryAttempts, { description: "HTTP attempts of outbound deliveries, by outcome", unit: METRIC_UNITS.deliveryAttempts }),
+    deliveryLatency: m.createHistogram(METRICS.deliveryLatency, { description: "Duration of one outbound HTTP attempt", unit: METRIC_UNITS.deliveryLatency }),
+    deadLetters: m.createCounter(METRICS.deadLetters, { description: "Deliveries dead-lettered and inbox entries quarantined", unit: METRIC_UNITS.deadLetters }),
+    inboxReceived: m.createCounter(METRICS.inboxReceived, { description: "Inbound webhook requests, by partner and outcome", unit: METRIC_UNITS.inboxReceived }),
+    inboxProcessed: m.createCounter(METRICS.inboxProcessed, { description: "Inbox entries processed, by outcome", unit: METRIC_UNITS.inboxProcessed }),
+    replays: m.createCounter(METRICS.replays, { description: "Dead letters and quarantined entries replayed", unit: METRIC_UNITS.replays }),
+    alerts: m.createCounter(METRICS.alerts, { description: "Alerts raised for new dead letters and quarantined entries", unit: METRIC_UNITS.alerts }),
   };
   return cached;
 }
@@ -165,7 +130,7 @@ export type QueueName = "outbox" | "inbox" | "dead_letters" | "quarantine";
  * Returns a function that unregisters it. A failing `read` reports nothing for that collection.
  */
 export function observeQueueDepth(read: () => Promise<Partial<Record<QueueName, number>>>): () => void {
-  const gauge: ObservableGauge = meter().createObservableGauge(METRICS.queueDepth, { description: "Rows waiting, per queue" });
+  const gauge: ObservableGauge = meter().createObservableGauge(METRICS.queueDepth, { description: "Rows waiting, per queue", unit: METRIC_UNITS.queueDepth });
   const callback = async (result: { observe(value: number, attributes?: Attributes): void }) => {
     try {
       const depths = await read();
@@ -181,13 +146,15 @@ export function observeQueueDepth(read: () => Promise<Partial<Record<QueueName, 
   return () => gauge.removeCallback(callback);
 }
 
+const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER, internal: SpanKind.INTERNAL } as const;
+
 /**
  * Runs `fn` in an active span named `name` (use `SPANS`). Exceptions mark the span as an error with
  * the error's class name only (messages may quote input), and are rethrown.
  */
 export async function withSpan<T>(name: string, attributes: Record<string, string | number | boolean | undefined | null>, fn: (span: Span) => Promise<T>): Promise<T> {
   const tracer = trace.getTracer(INSTRUMENTATION_SCOPE);
-  return tracer.startActiveSpan(name, { attributes: safeAttributes(attributes) }, async (span) => {
+  return tracer.startActiveSpan(name, { kind: KINDS[SPAN_KINDS[name as SpanName]] ?? SpanKind.INTERNAL, attributes: safeAttributes(attributes) }, async (span) => {
     try {
       const result = await fn(span);
       return result;

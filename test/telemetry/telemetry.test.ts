@@ -13,6 +13,8 @@ import {
   INSTRUMENTATION_SCOPE, METRICS, observeQueueDepth, recordAlert, recordDeadLetter, recordDeliveryAttempt, recordInboxProcessed,
   recordInboxReceived, recordReplay, safeAttributes, setSpanAttributes, SPANS, withSpan,
 } from "../../shared/telemetry/telemetry.js";
+import { METRIC_UNITS, METRICS as PINNED_METRICS, SPANS as PINNED_SPANS } from "../../shared/telemetry/names.js";
+import { observePlatformGauges } from "../../shared/telemetry/platformGauges.js";
 
 /** A context manager on AsyncLocalStorage, as a host's SDK installs one (the package is not a dependency). */
 class LocalContextManager implements ContextManager {
@@ -59,27 +61,10 @@ beforeEach(install);
 afterAll(() => { metrics.disable(); trace.disable(); context.disable(); });
 
 describe("names", () => {
-  it("the metric and span names are the documented ones (docs/operations.md), under one scope", () => {
+  it("the scope is ours; METRICS and SPANS are the pinned ones of names.ts (test/telemetry/names.test.ts pins their values)", () => {
     expect(INSTRUMENTATION_SCOPE).toBe("multicloud-webhooks");
-    expect(METRICS).toEqual({
-      queueDepth: "webhooks.queue.depth",
-      deliveryAttempts: "webhooks.delivery.attempts",
-      deliveryLatency: "webhooks.delivery.latency",
-      deadLetters: "webhooks.dead_letters",
-      inboxReceived: "webhooks.inbox.received",
-      inboxProcessed: "webhooks.inbox.processed",
-      replays: "webhooks.replays",
-      alerts: "webhooks.alerts",
-    });
-    expect(SPANS).toEqual({
-      outboxEnqueue: "webhooks.outbox.enqueue",
-      relayBatch: "webhooks.relay.batch",
-      deliveryAttempt: "webhooks.delivery.attempt",
-      inboxIngest: "webhooks.inbox.ingest",
-      inboxProcess: "webhooks.inbox.process",
-      replay: "webhooks.replay",
-      alertScan: "webhooks.alerts.scan",
-    });
+    expect(METRICS).toBe(PINNED_METRICS);
+    expect(SPANS).toBe(PINNED_SPANS);
   });
 
   it("every instrument is described; the latency histogram is in ms", async () => {
@@ -90,10 +75,15 @@ describe("names", () => {
     recordReplay("inbound");
     recordAlert("alert.dead_letter");
     const stop = observeQueueDepth(async () => ({ outbox: 1 }));
+    const stopGauges = observePlatformGauges(undefined as never, async () => ({
+      queueLagSeconds: 1.5, inFlight: { sub_1: 2 }, breaker: { closed: 1, degraded: 0, open: 0, disabled: 0 }, inboxBacklog: { pending: 1, deferred: 0, failed: 0 },
+    }));
     const all = await collect();
     stop();
+    stopGauges();
     expect(all.map((m) => m.descriptor.name).sort()).toEqual(Object.values(METRICS).sort());
     for (const m of all) expect(m.descriptor.description, m.descriptor.name).toMatch(/^[A-Z]\w+( \S+){2,}$/);
+    for (const [key, name] of Object.entries(METRICS)) expect(all.find((m) => m.descriptor.name === name)!.descriptor.unit, name).toBe(METRIC_UNITS[key as keyof typeof METRICS]);
     expect(all.find((m) => m.descriptor.name === METRICS.deliveryLatency)!.descriptor.unit).toBe("ms");
     expect(all.find((m) => m.descriptor.name === METRICS.deliveryLatency)!.dataPointType).toBe(DataPointType.HISTOGRAM);
   });
