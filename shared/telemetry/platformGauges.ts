@@ -4,8 +4,9 @@
  *
  * - `webhooks.delivery.queue_lag` (s): how long the oldest due delivery has waited past its due
  *   time, among subscriptions the relay would send to now (not paused, disabled or deleted: their
- *   backlog waits on purpose, and the breaker gauge shows it). Read with one index probe per
- *   subscription, not a scan of the backlog.
+ *   backlog waits on purpose, and the breaker gauge shows it); a delivery a relay holds (a live
+ *   lease) is in flight, not waiting. Read with one index probe per subscription, not a scan of
+ *   the backlog.
  * - `webhooks.delivery.in_flight{endpoint}`: deliveries leased to a relay now, per subscription id,
  *   the ENDPOINT_LABEL_LIMIT busiest named and the rest summed under `other` (bounded cardinality).
  * - `webhooks.endpoint.breaker{state}`: subscriptions per circuit-breaker state: `closed` (active),
@@ -47,6 +48,7 @@ export async function readPlatformGauges(q: Queryable): Promise<PlatformGaugeRea
           FROM outbound_subscriptions s
           CROSS JOIN LATERAL (SELECT next_attempt_at FROM outbound_deliveries
                                WHERE subscription_id = s.id AND status = 'pending'
+                                 AND (lease_expires_at IS NULL OR lease_expires_at <= now())
                                ORDER BY next_attempt_at LIMIT 1) d
          WHERE s.status <> 'disabled' AND s.paused_at IS NULL AND s.deleted_at IS NULL
            AND d.next_attempt_at <= now()) AS lag,
@@ -58,10 +60,11 @@ export async function readPlatformGauges(q: Queryable): Promise<PlatformGaugeRea
        (SELECT count(*) FROM inbox_entries WHERE status = 'deferred')::int AS deferred,
        (SELECT count(*) FROM inbox_entries WHERE status = 'failed')::int AS failed`,
   );
-  // A leased delivery is pending with a token and its lease's expiry ahead (an expired lease is due again).
+  // A leased delivery is pending with its lease's expiry ahead (a lease run out is due again).
+  // Through the partial index of pending rows: the leased ones are among the due ones.
   const { rows: leased } = await q.query<{ endpoint: string; n: number }>(
     `SELECT subscription_id AS endpoint, count(*)::int AS n FROM outbound_deliveries
-      WHERE status = 'pending' AND lease_token IS NOT NULL AND next_attempt_at > now()
+      WHERE status = 'pending' AND lease_token IS NOT NULL AND lease_expires_at > now()
       GROUP BY subscription_id`,
   );
   const s = summary!;

@@ -12,6 +12,7 @@ import { mapPlatformError, startPlatform, type Platform } from "../../shared/pla
 import { createHttpServer } from "../../shared/server/router.js";
 import { instrumentRoutes } from "../../shared/telemetry/instrument.js";
 import { createLogger } from "../../shared/telemetry/log.js";
+import type { Telemetry } from "../../shared/telemetry/sdk.js";
 import { openTestDatabase } from "../support/databases.js";
 
 export const TEST_TOKEN = "operator-test-token-0123456789";
@@ -31,7 +32,7 @@ export interface TestPlatform {
 }
 
 /** Starts the platform on `db` with `env` laid over test defaults. */
-export async function startTestPlatform(db: Database, env: Record<string, string> = {}, options: { logStream?: Writable; workers?: boolean; instrument?: boolean } = {}): Promise<TestPlatform> {
+export async function startTestPlatform(db: Database, env: Record<string, string> = {}, options: { logStream?: Writable; workers?: boolean; instrument?: boolean; telemetry?: Telemetry } = {}): Promise<TestPlatform> {
   const config = loadConfig({
     ADMIN_TOKEN: TEST_TOKEN,
     LOG_LEVEL: options.logStream ? "trace" : "silent",
@@ -43,7 +44,7 @@ export async function startTestPlatform(db: Database, env: Record<string, string
     ...env,
   });
   const logger = createLogger({ level: config.LOG_LEVEL, destination: options.logStream });
-  const platform = await startPlatform(config, { db, logger, workers: options.workers });
+  const platform = await startPlatform(config, { db, logger, workers: options.workers, telemetry: options.telemetry });
   const routes = options.instrument ? instrumentRoutes(platform.routes) : platform.routes;
   const server: Server = createHttpServer({ routes, adminToken: config.ADMIN_TOKEN, authenticate: platform.authenticate, maxBodyBytes: config.MAX_PAYLOAD_BYTES, logger, mapError: mapPlatformError });
   const requests: { method: string; path: string }[] = [];
