@@ -90,6 +90,26 @@ const OUTCOMES: Record<TransportOutcome["result"], DeliveryOutcome> = {
 };
 
 /**
+ * The HTTP client conventions' attributes of an attempt to `url`: method, host, port, scheme.
+ * Never the path or query (`url.full`): a receiver's URL may carry a token.
+ */
+export function clientAttributes(url: string): Record<string, string | number | undefined> {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return { "http.request.method": "POST" };
+  }
+  const scheme = u.protocol.replace(/:$/, "");
+  return {
+    "http.request.method": "POST",
+    "server.address": u.hostname.replace(/^\[|\]$/g, ""),
+    "server.port": u.port ? Number(u.port) : scheme === "https" ? 443 : 80,
+    "url.scheme": scheme,
+  };
+}
+
+/**
  * Wraps `deliver` in a `webhooks.delivery.attempt` span and records
  * `webhooks.delivery.attempts{outcome}` and `webhooks.delivery.latency{outcome}`.
  */
@@ -97,6 +117,8 @@ export function instrumentTransport(transport: Transport): Transport {
   return {
     deliver: (req) =>
       withSpan(SPANS.deliveryAttempt, { "webhooks.delivery.id": req.webhookId }, async (span) => {
+        // Parsing the URL allocates: only for a span an SDK records (never with telemetry off).
+        if (span.isRecording()) setSpanAttributes(span, clientAttributes(req.url));
         const outcome = await transport.deliver(req);
         const mapped = OUTCOMES[outcome.result];
         setSpanAttributes(span, {

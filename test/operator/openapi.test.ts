@@ -10,6 +10,8 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { generateSecret, sign } from "../../shared/outbound/signature.js";
+import { startTelemetry, type Telemetry } from "../../shared/telemetry/sdk.js";
+import { telemetrySettings } from "../../shared/telemetry/settings.js";
 import { describeEachBackend } from "../support/databases.js";
 import { eventually, makeDeadLetter, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
@@ -39,14 +41,18 @@ describeEachBackend("OpenAPI document", (ctx) => {
   let t: TestPlatform;
   let receiver: TestReceiver;
   let document: Json;
+  let telemetry: Telemetry | undefined;
   beforeAll(async () => {
     receiver = await startTestReceiver();
-    t = await startTestPlatform(ctx.db, { PARTNERS: JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET] } }) });
+    // GET /metrics answers 200 only with the Prometheus reader installed (docs/operations.md).
+    telemetry = await startTelemetry(telemetrySettings({ OTEL_METRICS_EXPORTER: "prometheus" })!, {});
+    t = await startTestPlatform(ctx.db, { PARTNERS: JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET] } }) }, { telemetry });
     document = await (await fetch(`${t.baseUrl}/openapi.json`)).json();
   }, 180_000);
   afterAll(async () => {
     await t?.stop();
     await receiver?.close();
+    await telemetry?.shutdown();
   });
 
   it("is valid OpenAPI 3.1 by @readme/openapi-parser, and documents every route but the admin page's files", async () => {
@@ -139,6 +145,8 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "reencryptSecrets", method: "POST", path: "/encryption-keys/reencrypt", token: "wrong-token-wrong-token", status: 401 },
       { operationId: "encryptionKeyStatus", method: "GET", path: "/encryption-keys", status: 200 },
       { operationId: "encryptionKeyStatus", method: "GET", path: "/encryption-keys", token: "wrong-token-wrong-token", status: 401 },
+      { operationId: "metrics", method: "GET", path: "/metrics", status: 200 },
+      { operationId: "metrics", method: "GET", path: "/metrics", token: null, status: 401 },
       { operationId: "sendTestEvent", method: "POST", path: `/subscriptions/${s}/test`, status: 201 },
       { operationId: "sendTestEvent", method: "POST", path: `/subscriptions/${s}/test`, body: { type: "Not A Type" }, status: 400 },
       { operationId: "sendTestEvent", method: "POST", path: "/subscriptions/sub_missing/test", status: 404 },

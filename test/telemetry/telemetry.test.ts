@@ -5,7 +5,8 @@
  * the first call still being used.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { context, metrics, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type ContextManager } from "@opentelemetry/api";
+import { context, metrics, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type ContextManager } from "@opentelemetry/api";
+import { clientAttributes, instrumentTransport } from "../../shared/telemetry/instrument.js";
 import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
@@ -222,5 +223,30 @@ describe("safeAttributes", () => {
     expect(out).toStrictEqual({ id: "d1", count: 0, ok: false, big: 1e12, at200: "x".repeat(200) });
     expect(Object.keys(out)).toEqual(["id", "count", "ok", "big", "at200"]);
     expect(out).not.toBe(input);
+  });
+});
+
+describe("instrumentTransport", () => {
+  const outcome = { result: "delivered" as const, status: 204, latencyMs: 7, errorClass: null, responseExcerpt: null, retryAfterSeconds: null };
+  const request = (url: string) => ({ url, webhookId: "evt_1:sub_1", timestamp: 1, body: "{}", secrets: [] });
+
+  it("a client span with the HTTP client conventions' attributes (no path or query), the outcome, and the attempt counted", async () => {
+    const transport = instrumentTransport({ deliver: async () => outcome, close: async () => {} });
+    await transport.deliver(request("https://hooks.example.com/in?token=abc"));
+    await transport.deliver(request("http://[::1]:8080/x"));
+    const [first, second] = spans.getFinishedSpans();
+    expect(first!.name).toBe(SPANS.deliveryAttempt);
+    expect(first!.kind).toBe(SpanKind.CLIENT);
+    expect(first!.attributes).toEqual({
+      "webhooks.delivery.id": "evt_1:sub_1", "http.request.method": "POST", "server.address": "hooks.example.com", "server.port": 443, "url.scheme": "https",
+      "webhooks.outcome": "success", "http.response.status_code": 204, "webhooks.delivery.latency_ms": 7,
+    });
+    expect(second!.attributes).toMatchObject({ "server.address": "::1", "server.port": 8080, "url.scheme": "http" });
+    expect(JSON.stringify(first!.attributes)).not.toContain("token");
+    expect(await points(METRICS.deliveryAttempts)).toEqual([[{ outcome: "success" }, 2]]);
+  });
+
+  it("clientAttributes of a URL that does not parse: the method only", () => {
+    expect(clientAttributes("not a url")).toEqual({ "http.request.method": "POST" });
   });
 });
