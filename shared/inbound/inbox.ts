@@ -100,7 +100,14 @@ export interface InboxEntrySummary {
   payloadSha256: string;
 }
 
+/** What forwarding did with an entry for one destination (shared/inbound/forward.ts, `inbox_entries.forwarding`). */
+export type ForwardOutcome =
+  | { destination: string; subscriptionId: string; outcome: "enqueued"; deliveryId: string }
+  | { destination: string; subscriptionId: string; outcome: "skipped"; reason: string };
+
 export interface InboxEntryDetail extends InboxEntrySummary {
+  /** Per destination of a forwarding partner, when the entry was stored; null: its partner did not forward. */
+  forwarding: ForwardOutcome[] | null;
   /** The raw bytes as UTF-8 text (what the partner signed), and as base64 for exactness. */
   payloadText: string;
   payloadBase64: string;
@@ -179,7 +186,7 @@ export async function countInboxEntries(db: Queryable, options: Pick<ListOptions
 }
 
 export async function getInboxEntry(db: Queryable, id: string): Promise<InboxEntryDetail | undefined> {
-  const r = await db.query<Row>(`SELECT ${SUMMARY_COLUMNS}, payload FROM inbox_entries WHERE id = $1`, [id]);
+  const r = await db.query<Row>(`SELECT ${SUMMARY_COLUMNS}, payload, forwarding FROM inbox_entries WHERE id = $1`, [id]);
   const row = r.rows[0];
   if (!row) return undefined;
   const payload = Buffer.from(row.payload as Uint8Array);
@@ -196,6 +203,7 @@ export async function getInboxEntry(db: Queryable, id: string): Promise<InboxEnt
     ...toSummary(row),
     payloadText: payload.toString("utf8"),
     payloadBase64: payload.toString("base64"),
+    forwarding: (row.forwarding as ForwardOutcome[] | null) ?? null,
     conflicts: conflicts.rows.map((c) => ({
       payloadSha256: String(c.payload_sha256),
       payloadText: Buffer.from(c.payload as Uint8Array).toString("utf8"),

@@ -1,6 +1,6 @@
 /**
  * Partner configuration, the forward field (issue 16): where each verified event is handed on and
- * the Standard Webhooks secrets it is signed with. Every accepted form, each near miss, and the
+ * the Standard Webhooks secrets it is signed with, or `true` (the API's destinations only, issue 30). Every accepted form, each near miss, and the
  * message naming the nested field. Also: a standard-webhooks partner's whpk_ public keys (v1a).
  */
 import { describe, expect, it } from "vitest";
@@ -33,12 +33,19 @@ describe("parsePartners: forward", () => {
     expect(parsePartners(JSON.stringify({ p: { ...SCHEMES[scheme], forward } })).get("p")?.forward).toEqual(forward);
   });
 
+  it("may be true: forward only to the destinations added through the API (issue 30)", () => {
+    expect(parsePartners(JSON.stringify({ p: { ...SCHEMES.github, forward: true } })).get("p")?.forward).toBe(true);
+    // Only true: false, a string or an empty object are mistakes, named as the object's.
+    expect(messageFor({ ...SCHEMES.github, forward: false })).toContain(`partner "p" (github): forward: `);
+    expect(messageFor({ ...SCHEMES.github, forward: {} })).toContain(`partner "p" (github): forward.url: must be an http(s) URL of your service`);
+  });
+
   it("is optional", () => {
     expect(parsePartners(JSON.stringify({ p: SCHEMES.stripe })).get("p")?.forward).toBeUndefined();
   });
 
   it.each([["http://127.0.0.1:8080/in"], ["https://a.example"], ["HTTPS://A.EXAMPLE/x?y=1"]])("accepts the URL %s", (url) => {
-    expect(parsePartners(JSON.stringify({ p: { ...SCHEMES.github, forward: { url, secrets: [SIXTEEN] } } })).get("p")?.forward?.url).toBe(url);
+    expect(parsePartners(JSON.stringify({ p: { ...SCHEMES.github, forward: { url, secrets: [SIXTEEN] } } })).get("p")?.forward).toEqual({ url, secrets: [SIXTEEN] });
   });
 
   it.each([["ftp://a.example/"], ["xhttps://a.example/"], ["httpsx://a.example/"], ["ws://a.example/"], ["javascript:alert(1)"], ["a.example/hook"], [""]])(

@@ -24,7 +24,11 @@ const secrets = z.array(z.string().check(z.minLength(1, "must not be empty"))).c
 const tolerance = z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400)));
 /** What the processor does with this partner's events that no handler takes (issue 16). Default: ignore. */
 const unhandled = z.optional(z.enum(["ignore", "quarantine"]));
-/** Forwarding (issue 16): where each verified, de-duplicated event is handed on, signed with these Standard Webhooks secrets. */
+/**
+ * Forwarding (issue 16): where each verified, de-duplicated event is handed on, signed with these
+ * Standard Webhooks secrets; or `true`: only to the destinations added through the API (issue 30),
+ * taken aside before the scheme's schema so a mistake in the object keeps its precise message.
+ */
 const forward = z.optional(z.strictObject({
   url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL of your service" }),
   secrets: z.array(z.string().check(z.refine((s: string) => (standardWebhooksKey(s)?.length ?? 0) >= 16, "must be whsec_ followed by the base64 of at least 16 bytes (e.g. from `webhooks subscriptions create`)"))).check(z.minLength(1, "list at least one signing secret")),
@@ -141,12 +145,13 @@ export function parsePartners(json: string, source = "PARTNERS"): Map<string, Pa
       problems.push(...schemeFreeProblems(entry as Record<string, unknown>).map((p) => `${where}: ${p}`));
       continue;
     }
-    const parsed = safeParse(schemas[scheme as Scheme], entry);
+    const apiDestinationsOnly = (entry as { forward?: unknown }).forward === true;
+    const parsed = safeParse(schemas[scheme as Scheme], apiDestinationsOnly ? { ...entry, forward: undefined } : entry);
     if (!parsed.success) {
       problems.push(...parsed.error.issues.map((issue) => `${where} (${String(scheme)}): ${describeIssue(issue)}`));
       continue;
     }
-    if (!badName) partners.set(name, { name, ...parsed.data } as PartnerConfig);
+    if (!badName) partners.set(name, { name, ...parsed.data, ...(apiDestinationsOnly ? { forward: true } : {}) } as PartnerConfig);
   }
   if (problems.length) {
     throw new ConfigError(`Invalid ${source}:\n${problems.map((p) => `- ${p}`).join("\n")}\nFix the partner configuration and start again.`);

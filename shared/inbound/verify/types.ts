@@ -26,8 +26,13 @@ export interface PartnerConfig {
   toleranceSeconds?: number;
   /** Events of this partner that no inbound handler takes: `ignore` (default, status ignored) or `quarantine`. */
   unhandled?: "ignore" | "quarantine";
-  /** Hand each verified, de-duplicated event on to `url`, signed with `secrets` (Standard Webhooks). */
-  forward?: { url: string; secrets: string[] };
+  /**
+   * Hand each verified, de-duplicated event on: to `url`, signed with `secrets` (Standard
+   * Webhooks), the partner's `default` destination; and to the destinations added through the API
+   * (each with its filter and transformation, shared/inbound/forwardDestinations.ts). `true`:
+   * forward to the API's destinations only.
+   */
+  forward?: true | { url: string; secrets: string[] };
 
   // generic-hmac options
   /** Header carrying the signature(s), e.g. `X-Signature`. Required for generic-hmac. */
