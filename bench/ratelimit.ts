@@ -10,11 +10,13 @@
  *
  *   npm run bench:ratelimit
  *   env: BENCH_RATES (50,200,1000), BENCH_EVENTS (1000,3000,5000: one per rate), BENCH_RELAYS (1,4),
- *        BENCH_HEADERS=1 (the receiver also states its limit in RateLimit / RateLimit-Policy)
+ *        BENCH_HEADERS=1 (the receiver also states its limit in RateLimit / RateLimit-Policy),
+ *        BENCH_TRACE=1 (per second: accepted/429 answers, the pace kept, holds)
  */
 import { loadavg } from "node:os";
 import { openDatabase } from "../shared/db/open.js";
 import type { Database } from "../shared/db/port.js";
+import { grownRate } from "../shared/outbound/acceptedRate.js";
 import { enqueueMany } from "../shared/outbound/enqueue.js";
 import { createRelay, type Relay } from "../shared/outbound/relay.js";
 import { createSubscription } from "../shared/outbound/subscriptions.js";
@@ -32,6 +34,15 @@ const RATES = list(process.env.BENCH_RATES, [50, 200, 1000]);
 const EVENTS = list(process.env.BENCH_EVENTS, [1000, 3000, 5000]);
 const RELAYS = list(process.env.BENCH_RELAYS, [1, 4]);
 const HEADERS = process.env.BENCH_HEADERS === "1";
+/** BENCH_TRACE=1: per second, the receiver's accepted/429 answers and the pace the relays kept. */
+const TRACE = process.env.BENCH_TRACE === "1";
+
+/** The subscription's pace now (its learnt rate as grown since), and whether a Retry-After holds it. */
+async function paceNow(db: Database): Promise<{ pace: number | null; held: boolean }> {
+  const r = await db.query<{ pace: number | null; held: boolean }>(
+    `SELECT ${grownRate("s", "now()")} AS pace, COALESCE(s.throttled_until > now(), false) AS held FROM outbound_subscriptions s`);
+  return r.rows[0] ?? { pace: null, held: false };
+}
 
 interface Outcome { delivered: number; seconds: number; rejected: number }
 
@@ -57,11 +68,13 @@ async function run(rate: number, events: number, relayCount: number): Promise<Ou
     await Promise.all(relays.map((r) => r.start()));
     const deadline = startedAt + Math.max(60_000, (events / rate) * 10_000);
     let stats = await receiver.stats();
+    const paces: { at: number; pace: number | null; held: boolean }[] = [];
     while (stats.accepted < events && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
       stats = await receiver.stats();
+      if (TRACE) paces.push({ at: Date.now(), ...(await paceNow(admin)) });
     }
-    if (process.env.BENCH_TRACE === "1") {
+    if (TRACE) {
       // Per second from the start: requests accepted / rejected.
       const per: string[] = [];
       for (let t = startedAt; t < stats.lastAcceptedAt!; t += 1000) {
@@ -69,6 +82,21 @@ async function run(rate: number, events: number, relayCount: number): Promise<Ou
         per.push(`${inSecond.filter((a) => a.ok).length}/${inSecond.filter((a) => !a.ok).length}`);
       }
       console.log(`    per second (accepted/429): ${per.join(" ")}`);
+      const pace: string[] = [];
+      for (let t = startedAt; t < stats.lastAcceptedAt!; t += 1000) {
+        const inSecond = paces.filter((p) => p.at >= t && p.at < t + 1000);
+        const last = inSecond[inSecond.length - 1];
+        pace.push(`${last?.pace == null ? "-" : last.pace.toFixed(0)}${inSecond.some((p) => p.held) ? "h" : ""}`);
+      }
+      if (process.env.BENCH_TRACE_FINE) {
+        const fine: string[] = [];
+        for (let t = startedAt; t < startedAt + 8000; t += 100) {
+          const b = stats.arrivals.filter((a) => a.at >= t && a.at < t + 100);
+          fine.push(`${b.filter((a) => a.ok).length}/${b.filter((a) => !a.ok).length}`);
+        }
+        console.log(`    per 100 ms: ${fine.join(" ")}`);
+      }
+      console.log(`    pace at each second's end (h: held by a Retry-After in it): ${pace.join(" ")}`);
     }
     if (stats.accepted < events) {
       const sub = await admin.query("SELECT learned_rate_per_second, learned_at, now() AS now, throttled_until, rate_next_at, status, consecutive_failures FROM outbound_subscriptions");

@@ -9,6 +9,8 @@
  * - the claim paces the endpoint through the rate limiter's slots (sql/claimDeliveries.ts) at the
  *   learnt rate grown by RATE_PROBE_GROWTH per second since it was learnt: probing upwards slowly,
  *   until the next 429 sets it again;
+ * - a 429 holds the endpoint (its Retry-After) only when the receiver refuses most requests
+ *   (RATE_REFUSING_SHARE); the delivery that got it waits its Retry-After in any case;
  * - a quota the receiver states (RateLimit-Policy: q per w seconds) caps the pace at
  *   RATE_STATED_SHARE of it, learnt from its first answer: no 429 needed.
  * This module holds the constants, the SQL of the pace, and the relay's window of successes.
@@ -26,6 +28,16 @@ export const RATE_PROBE_GROWTH = 0.02;
 export const RATE_STATED_SHARE = 0.95;
 /** The learnt rate is set again at most this often (s): the 429s of one second are one signal. */
 export const RATE_RELEARN_SECONDS = 1;
+/**
+ * A 429 holds the endpoint for its Retry-After only when the receiver is refusing rather than
+ * metering: more than this share of the relay's answers from it in the last ACCEPTED_WINDOW_MS
+ * were 429s (health.ts, throttleOf). A 429 now and then is the pace going a little too fast (a
+ * token bucket refuses the excess only), and the pace comes down at once; holding every request
+ * for a second for each cost the backlog most of that second each time (bench/ratelimit.ts: 57 %
+ * of a 200/s limit). A receiver whose limit is a window (100 per minute, Retry-After: 37) refuses
+ * everything after it: its second 429 in a row holds.
+ */
+export const RATE_REFUSING_SHARE = 0.5;
 /** The lowest learnt rate (per second): an endpoint is never paced to a standstill. */
 export const RATE_FLOOR_PER_SECOND = 0.1;
 /** The window of successes the accepted rate is measured over (ms), and its shortest span. */
@@ -46,47 +58,68 @@ export const grownRate = (s: string, at: string) =>
  * The successes per second each endpoint accepted lately, as this relay saw them: those in the last
  * ACCEPTED_WINDOW_MS over the span they cover (at least ACCEPTED_MIN_SPAN_MS, so a first burst of a
  * few quick answers is not read as thousands per second; a receiver's burst of N / 4 then reads as
- * N per second, which is the rate a bucket of that shape refills at), from ACCEPTED_MIN_SAMPLE on.
+ * N per second, which is the rate a bucket of that shape refills at), from ACCEPTED_MIN_SAMPLE on;
+ * and the share of its answers in the same window that were 429s.
  */
 export interface AcceptedRates {
   recordSuccess(subscriptionId: string, now: number): void;
+  recordLimited(subscriptionId: string, now: number): void;
   /** Successes per second lately, or null when none were seen in the window. */
   perSecond(subscriptionId: string, now: number): number | null;
-  /** Forgets the windows with no success in the last ACCEPTED_WINDOW_MS. */
+  /** Of the successes and 429s in the window, the share of 429s (0 when there were none). */
+  limitedShare(subscriptionId: string, now: number): number;
+  /** Forgets the windows with no answer in the last ACCEPTED_WINDOW_MS. */
   forgetIdle(now: number): void;
 }
 
+/** Times of one kind of answer, oldest first, from `head` on (a queue without shifting). */
+interface Times { times: number[]; head: number }
+
 export function createAcceptedRates(): AcceptedRates {
-  /** Success times per subscription, oldest first, from `head` on (a queue without shifting). */
-  const windows = new Map<string, { times: number[]; head: number }>();
-  const trim = (w: { times: number[]; head: number }, now: number) => {
+  const successes = new Map<string, Times>();
+  const limited = new Map<string, Times>();
+  const trim = (w: Times, now: number) => {
     while (w.head < w.times.length && w.times[w.head]! < now - ACCEPTED_WINDOW_MS) w.head += 1;
     if (w.head > 1024 && w.head * 2 > w.times.length) {
       w.times = w.times.slice(w.head);
       w.head = 0;
     }
   };
+  const record = (windows: Map<string, Times>, id: string, now: number) => {
+    let w = windows.get(id);
+    if (!w) windows.set(id, (w = { times: [], head: 0 }));
+    trim(w, now);
+    w.times.push(now);
+  };
+  const count = (windows: Map<string, Times>, id: string, now: number) => {
+    const w = windows.get(id);
+    if (!w) return 0;
+    trim(w, now);
+    const n = w.times.length - w.head;
+    if (n === 0) windows.delete(id);
+    return n;
+  };
   return {
-    recordSuccess(id, now) {
-      let w = windows.get(id);
-      if (!w) windows.set(id, (w = { times: [], head: 0 }));
-      trim(w, now);
-      w.times.push(now);
-    },
+    recordSuccess: (id, now) => record(successes, id, now),
+    recordLimited: (id, now) => record(limited, id, now),
     perSecond(id, now) {
-      const w = windows.get(id);
-      if (!w) return null;
-      trim(w, now);
-      const n = w.times.length - w.head;
-      if (n === 0) windows.delete(id);
+      const n = count(successes, id, now);
       if (n < ACCEPTED_MIN_SAMPLE) return null;
+      const w = successes.get(id)!;
       // Over the span the successes cover, not up to now: the 429 may be read long after them (a
       // busy event loop, PGlite's queries on it), and that wait is no measure of the endpoint.
       const span = Math.max(ACCEPTED_MIN_SPAN_MS, w.times[w.times.length - 1]! - w.times[w.head]!);
       return (n * 1000) / span;
     },
+    limitedShare(id, now) {
+      const refused = count(limited, id, now);
+      const all = refused + count(successes, id, now);
+      return all === 0 ? 0 : refused / all;
+    },
     forgetIdle(now) {
-      for (const [id, w] of windows) if ((w.times[w.times.length - 1] ?? -Infinity) < now - ACCEPTED_WINDOW_MS) windows.delete(id);
+      for (const windows of [successes, limited]) {
+        for (const [id, w] of windows) if ((w.times[w.times.length - 1] ?? -Infinity) < now - ACCEPTED_WINDOW_MS) windows.delete(id);
+      }
     },
   };
 }

@@ -14,6 +14,7 @@
  * nor wipe the failures before it; it teaches the rate the endpoint is paced at (docs/outbound.md,
  * "Rate-limited receivers").
  */
+import { RATE_REFUSING_SHARE } from "./acceptedRate.js";
 import type { Completion } from "./types.js";
 
 export interface HealthPolicy {
@@ -56,16 +57,30 @@ export interface HealthUpdate {
 /** Longest the receiver's "quota spent, resets in t s" holds the endpoint (as Retry-After's default bound). */
 export const RATE_RESET_HOLD_CAP_SECONDS = 3600;
 
-/** How long an answer asks us to leave the endpoint alone, whichever delivery got it. */
-export function throttleOf(c: Pick<Completion, "outcome" | "decision">): number {
-  // The receiver says its quota is spent (remaining 0) and when it resets: no request before then,
-  // whatever this answer was. Only as long as it says.
-  const limit = c.outcome.rateLimit;
-  const spent = limit?.remaining === 0 && limit.resetSeconds !== null ? Math.min(RATE_RESET_HOLD_CAP_SECONDS, limit.resetSeconds) : 0;
+/**
+ * The receiver says its quota is spent (remaining 0) and when it resets: no request before then,
+ * whatever this answer was. Only as long as it says.
+ */
+function spentOf(outcome: Completion["outcome"]): number {
+  const limit = outcome.rateLimit;
+  return limit?.remaining === 0 && limit.resetSeconds !== null ? Math.min(RATE_RESET_HOLD_CAP_SECONDS, limit.resetSeconds) : 0;
+}
+
+/**
+ * How long an answer asks us to leave the endpoint alone, whichever delivery got it.
+ * A 429 holds the endpoint for its Retry-After (or 1 s) only when the receiver is refusing rather
+ * than metering: more than RATE_REFUSING_SHARE of this relay's answers from it lately were 429s
+ * (acceptedRate.ts), or it broke a limit configured here (kept strictly). Otherwise it is a signal
+ * about the pace, which comes down at once; the delivery that got it still waits its Retry-After.
+ */
+export function throttleOf(c: Pick<Completion, "outcome" | "decision" | "limitedShare"> & { delivery?: Pick<Completion["delivery"], "slot"> }): number {
+  const spent = spentOf(c.outcome);
   // Said for the reader: a delivered attempt's decision waits 0 s and a 2xx is not a 429, so the
   // lines below give 0 too (this test made `false` survives as equivalent, docs/testing.md).
   // Stryker disable next-line StringLiteral: equivalent: `=== ""` is the test made false, as above
   if (c.outcome.result === "delivered") return spent;
+  const metering = c.outcome.status === 429 && c.limitedShare !== undefined && c.limitedShare <= RATE_REFUSING_SHARE && !c.delivery?.slot?.strict;
+  if (metering) return spent;
   if (c.outcome.retryAfterSeconds !== null) return Math.max(spent, c.decision.delaySeconds);
   return Math.max(spent, c.outcome.status === 429 ? 1 : 0);
 }

@@ -218,6 +218,17 @@ export function createRelay(options: RelayOptions): Relay {
    * given back unsent rather than sent meanwhile.
    */
   const throttled = new Map<string, number>();
+  /** Holds the endpoint on this relay until `until` (this process's clock), if that is later than it is held. */
+  const holdUntil = (subscriptionId: string, until: number) => {
+    if (until <= (throttled.get(subscriptionId) ?? 0)) return;
+    throttled.set(subscriptionId, until);
+    // Claimed again the moment the hold ends, not at the next poll (up to a second later: a
+    // rate-limited endpoint's hold then wasted twice what it asked for). The database's hold
+    // started when the completion was written, a little after this answer: wake again after
+    // the usual delay of that write too.
+    const wait = until - performance.now();
+    for (const after of WAKES_AFTER_HOLD_MS) setTimeout(() => loop.wake(), wait + after).unref();
+  };
   /** Waits for a rate-limited delivery's slot; false when it must not be sent now (given back). */
   const awaitSlot = async (delivery: ClaimedDelivery): Promise<boolean> => {
     const until = throttled.get(delivery.subscriptionId);
@@ -300,17 +311,14 @@ export function createRelay(options: RelayOptions): Relay {
     limits.record(delivery.subscriptionId, outcome, startedAt);
     const now = performance.now();
     if (outcome.result === "delivered") accepted.recordSuccess(delivery.subscriptionId, now);
+    if (outcome.status === 429) accepted.recordLimited(delivery.subscriptionId, now);
     const decision = decideNext(delivery, outcome, retry);
-    const throttle = throttleOf({ outcome, decision });
-    if (throttle > 0 && now + throttle * 1000 > (throttled.get(delivery.subscriptionId) ?? 0)) {
-      throttled.set(delivery.subscriptionId, now + throttle * 1000);
-      // Claimed again the moment the hold ends, not at the next poll (up to a second later: a
-      // rate-limited endpoint's hold then wasted twice what it asked for). The database's hold
-      // started when the completion was written, a little after this answer: wake again after
-      // the usual delay of that write too.
-      for (const after of WAKES_AFTER_HOLD_MS) setTimeout(() => loop.wake(), throttle * 1000 + after).unref();
-    }
-    if (outcome.status === 429) return { delivery, outcome, decision, acceptedPerSecond: accepted.perSecond(delivery.subscriptionId, now) };
+    // The share of 429s lately tells a receiver metering us (a 429 now and then: the pace comes
+    // down, nothing is held) from one refusing everything (held for its Retry-After): health.ts.
+    const limitedShare = outcome.status === 429 ? accepted.limitedShare(delivery.subscriptionId, now) : undefined;
+    const throttle = throttleOf({ outcome, decision, limitedShare, delivery });
+    if (throttle > 0) holdUntil(delivery.subscriptionId, now + throttle * 1000);
+    if (outcome.status === 429) return { delivery, outcome, decision, acceptedPerSecond: accepted.perSecond(delivery.subscriptionId, now), limitedShare };
     return { delivery, outcome, decision };
   };
 
@@ -320,6 +328,8 @@ export function createRelay(options: RelayOptions): Relay {
     if (lost > 0) logger?.warn({ stale: lost }, "completions not applied: the lease was lost to another relay (this relay held the deliveries past their lease)");
     if (result.cancelled.length > 0) logger?.info({ cancelled: result.cancelled.length }, "completions not applied: the deliveries were cancelled (their subscription deleted) during the attempt");
     for (const t of result.transitions) logger?.warn(t, "subscription health changed");
+    // The holds the write left (another relay's among them), on this relay's clock.
+    for (const h of result.holds) holdUntil(h.subscriptionId, performance.now() + (h.until - Date.now()));
     for (const c of completions) {
       if (c.decision.status === "dead") logger?.warn({ deliveryId: c.delivery.id, reason: c.decision.deadReason }, "delivery dead-lettered");
     }

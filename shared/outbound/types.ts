@@ -66,4 +66,6 @@ export interface Completion {
    * (acceptedRate.ts), from which the rate the endpoint is paced at is learnt; null when none.
    */
   acceptedPerSecond?: number | null;
+  /** For a 429: the share of 429s among this relay's answers from the endpoint lately (acceptedRate.ts). */
+  limitedShare?: number;
 }

@@ -93,4 +93,29 @@ describe("DEFAULT_HEALTH_POLICY", () => {
     const { DEFAULT_HEALTH_POLICY } = await import("../../shared/outbound/health.js");
     expect(DEFAULT_HEALTH_POLICY).toEqual({ degradeAfter: 5, disableAfter: 20, probeIntervalSeconds: 60, openAfterSeconds: 30 });
   });
+
+  it("a 429 holds the endpoint only when the receiver refuses most requests, or a limit configured here was broken", () => {
+    const limited = (sub: string, limitedShare: number | undefined, slot: Completion["delivery"]["slot"] = null, spent = false) => {
+      const c = completion(sub, "fail", {
+        outcome: { status: 429, retryAfterSeconds: 3, ...(spent ? { rateLimit: { remaining: 0, resetSeconds: 5, quotaPerSecond: null } } : {}) },
+        decision: { delaySeconds: 3 },
+      });
+      return { ...c, delivery: { ...c.delivery, slot }, ...(limitedShare === undefined ? {} : { limitedShare }) };
+    };
+    const updates = summariseHealth([
+      // Metering: one 429 among many successes lately; the pace comes down, nothing is held.
+      limited("metering", 0.02), limited("metering", 0.5, { at: 0, latest: 0 }),
+      // Refusing: most answers lately were 429s.
+      limited("refusing", 0.02), limited("refusing", 0.51),
+      // A stated "quota spent, resets in 5 s" holds, metering or not.
+      limited("spent", 0.02, null, true),
+      // A configured limit's slot is kept strictly: its 429 holds whatever the share.
+      limited("strict", 0.02, { at: 0, latest: 0, strict: true }),
+      // No share known (a completion written by older code): held, as before.
+      limited("unknown", undefined),
+    ]);
+    expect(updates.map((u) => [u.subscriptionId, u.throttleSeconds])).toEqual([
+      ["metering", 0], ["refusing", 3], ["spent", 5], ["strict", 3], ["unknown", 3],
+    ]);
+  });
 });

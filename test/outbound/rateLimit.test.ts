@@ -1,5 +1,6 @@
 /**
- * Per-subscription rate limit across relays, 429/Retry-After slowing the whole endpoint, and the
+ * Per-subscription rate limit across relays, 429/Retry-After slowing the whole endpoint when the
+ * receiver refuses (and only the refused delivery when it meters: issue 28), and the
  * per-subscription attempt timeout (issue 15, Must-show 3).
  */
 import { performance } from "node:perf_hooks";
@@ -109,6 +110,28 @@ describeEachBackend("rate limits and attempt timeouts", (ctx) => {
     expect(arrivals.length).toBe(4);
     // Nothing reached the endpoint within the second it asked for, whichever delivery.
     expect(arrivals[1]!.at - arrivals[0]!.at).toBeGreaterThanOrEqual(1000);
+  }, 60_000);
+
+  it("a 429 among successes is the receiver metering us: the endpoint goes on, only the delivery that got it waits its Retry-After", async () => {
+    const arrivals: { id: string; at: number; status: number }[] = [];
+    receiver = await startReceiver((r) => {
+      const status = arrivals.length === 10 ? 429 : 200;
+      arrivals.push({ id: r.webhookId, at: performance.now(), status });
+      return status === 429 ? { status, headers: { "retry-after": "3" } } : { status };
+    });
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("metered", 30)));
+    let delivered = 0;
+    relays.push(createRelay({ db: ctx.db, transport, pollIntervalMs: 20, httpConcurrency: 1, onCompleted: (cs) => { delivered += cs.filter((c) => c.decision.status === "delivered").length; } }));
+    await relays[0]!.start();
+    await waitFor("all 30 delivered", () => delivered >= 30, 30_000);
+    const refused = arrivals.find((a) => a.status === 429)!;
+    // The others were not held for the 3 s the 429 asked for: every one of them arrived before the
+    // refused delivery's retry, which came no sooner than it was asked to.
+    const retry = arrivals.find((a) => a.id === refused.id && a !== refused)!;
+    expect(retry.at - refused.at).toBeGreaterThanOrEqual(3000);
+    expect(arrivals.filter((a) => a.at > refused.at && a.at < retry.at && a.id !== refused.id).length).toBe(19);
+    expect(arrivals.length).toBe(31);
   }, 60_000);
 
   it("a subscription's attemptTimeoutMs cuts its attempts short; it never lengthens the transport's", async () => {

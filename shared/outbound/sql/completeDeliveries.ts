@@ -22,6 +22,8 @@ export interface CompletionResult {
   cancelled: string[];
   /** Subscriptions whose status changed. */
   transitions: HealthTransition[];
+  /** Subscriptions this write left held (no claims) by a Retry-After or a spent quota, until when (ms, Unix epoch). */
+  holds: { subscriptionId: string; until: number }[];
 }
 
 /** PostgreSQL text cannot hold NUL; a receiver's binary answer must not fail the whole batch. */
@@ -102,7 +104,7 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        updated_at = now()
      FROM m
      WHERE s.id = m.id
-     RETURNING s.id, m.old_status, s.status
+     RETURNING s.id, m.old_status, s.status, CASE WHEN s.throttled_until > now() THEN extract(epoch FROM s.throttled_until) * 1000 END AS held_until
    ),
    c AS (
      SELECT * FROM unnest($8::text[], $9::uuid[], $10::text[], $11::float8[], $12::text[], $13::bool[],
@@ -161,15 +163,15 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      -- CASE so the lookup runs only for stale rows, one index probe each (never a hash of the table).
      WHERE CASE WHEN c.applied THEN true ELSE coalesce((SELECT true FROM outbound_deliveries d WHERE d.id = c.id), false) END
    )
-   SELECT 'delivery' AS kind, id, NULL AS old_status, NULL AS status FROM applied
+   SELECT 'delivery' AS kind, id, NULL AS old_status, NULL AS status, NULL::float8 AS held_until FROM applied
    UNION ALL
-   SELECT 'subscription', id, old_status, status FROM health
+   SELECT 'subscription', id, old_status, status, held_until FROM health
    UNION ALL
-   SELECT 'key', subscription_id, ordering_key, status FROM moved
+   SELECT 'key', subscription_id, ordering_key, status, NULL FROM moved
    UNION ALL
    -- Not applied because cancelled (a deleted subscription's), told from a lost lease; the lookup
    -- runs for rows not applied only (CASE), one index probe each.
-   SELECT 'cancelled', c.id, NULL, NULL FROM c
+   SELECT 'cancelled', c.id, NULL, NULL, NULL FROM c
    WHERE CASE WHEN EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id) THEN false
               ELSE coalesce((SELECT d.status = 'cancelled' FROM outbound_deliveries d WHERE d.id = c.id), false) END`);
 
@@ -208,7 +210,7 @@ export async function releaseNext(q: Queryable, keys: readonly { subscriptionId:
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
 export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
-  if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [] };
+  if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [], holds: [] };
   // A batch with ordered deliveries moves keys on and then makes their next deliveries due: two
   // statements that must commit together (or a crash between them would leave a key stuck).
   if ("transaction" in db && completions.some((c) => c.delivery.orderingKey != null)) {
@@ -218,7 +220,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
   // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
   // attempt is logged, even a stale one (the request did reach, or try to reach, the receiver),
   // unless retention has deleted its delivery meanwhile.
-  const { rows } = await db.query<{ kind: "delivery" | "subscription" | "key" | "cancelled"; id: string; old_status: string | null; status: string | null }>(
+  const { rows } = await db.query<{ kind: "delivery" | "subscription" | "key" | "cancelled"; id: string; old_status: string | null; status: string | null; held_until: number | null }>(
     COMPLETE_BATCH,
     [
       updates.map((u) => u.subscriptionId),
@@ -260,5 +262,6 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
     transitions: rows
       .filter((r) => r.kind === "subscription" && r.old_status !== r.status)
       .map((r) => ({ subscriptionId: r.id, from: r.old_status!, to: r.status! })),
+    holds: rows.filter((r) => r.kind === "subscription" && r.held_until != null).map((r) => ({ subscriptionId: r.id, until: Number(r.held_until) })),
   };
 }
