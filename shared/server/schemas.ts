@@ -185,6 +185,11 @@ export const inboxDetailSchema = z.strictObject({
   ...inboxSummaryShape,
   payloadText: z.string(),
   payloadBase64: z.string(),
+  /** Issue 30: per destination of a forwarding partner, enqueued (with its delivery) or skipped (with why); null: the partner did not forward. */
+  forwarding: z.nullable(z.array(z.union([
+    z.strictObject({ destination: z.string(), subscriptionId: z.string(), outcome: z.literal("enqueued"), deliveryId: z.string() }),
+    z.strictObject({ destination: z.string(), subscriptionId: z.string(), outcome: z.literal("skipped"), reason: z.string() }),
+  ]))),
   conflicts: z.array(z.strictObject({ payloadSha256: z.string(), payloadText: z.string(), deliveries: int, firstSeenAt: time, lastSeenAt: time })),
   replayLog: z.array(z.strictObject({ requestedAt: time, requestedBy: z.string(), previousStatus: z.string(), previousReason: nullableText })),
 });
