@@ -20,6 +20,7 @@ import { inboxRoutes, RECEIVE_WEBHOOK_DOC } from "./routes/inbound.js";
 import { outboundRoutes } from "./routes/outbound.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { catalogueRoutes } from "./routes/catalogue.js";
+import { forwardingRoutes } from "./routes/forwarding.js";
 import { instrumentRoutes } from "../telemetry/instrument.js";
 import { withAccessControl } from "../tenancy/access.js";
 import { tenancyRoutes } from "./routes/tenancy.js";
@@ -116,6 +117,7 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
     ...outboundRoutes(ctx),
     ...(options.ingest ? [options.ingest] : []),
     ...inboxRoutes(ctx),
+    ...forwardingRoutes(ctx),
     ...adminRoutes(ctx),
     ...tenancyRoutes(ctx),
     ...(options.metrics ? [options.metrics] : []),

@@ -46,7 +46,7 @@ describeEachBackend("OpenAPI document", (ctx) => {
     receiver = await startTestReceiver();
     // GET /metrics answers 200 only with the Prometheus reader installed (docs/operations.md).
     telemetry = await startTelemetry(telemetrySettings({ OTEL_METRICS_EXPORTER: "prometheus" })!, {});
-    t = await startTestPlatform(ctx.db, { PARTNERS: JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET] } }) }, { telemetry });
+    t = await startTestPlatform(ctx.db, { PARTNERS: JSON.stringify({ shop: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET] }, fwd: { scheme: "standard-webhooks", secrets: [PARTNER_SECRET], forward: true } }) }, { telemetry });
     document = await (await fetch(`${t.baseUrl}/openapi.json`)).json();
   }, 180_000);
   afterAll(async () => {
@@ -270,6 +270,19 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "testTransformation", method: "POST", path: "/transformations/test", body: { transformation: "(e) => ({ body: { n: e.data.n } })", eventType: "spec.typed" }, status: 200 },
       { operationId: "testTransformation", method: "POST", path: "/transformations/test", body: { transformation: "(e) => { while (true) {} }", event: { type: "x", data: 1 } }, status: 200 },
       { operationId: "testTransformation", method: "POST", path: "/transformations/test", body: { transformation: "42", event: { type: "x", data: 1 } }, status: 400 },
+
+      // Inbound forwarding to several destinations (issue 30 item 4).
+      { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/fwd/forwarding/destinations", body: { name: "eur", url: `${receiver.url}/eur`, filter: { "data.data.currency": "EUR" } }, status: 201 },
+      { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/fwd/forwarding/destinations", body: { name: "eur", url: `${receiver.url}/eur` }, status: 409 },
+      { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/fwd/forwarding/destinations", body: { name: "bad", url: `${receiver.url}/x`, filter: { "data.a": { $gtt: 1 } } }, status: 400 },
+      { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/shop/forwarding/destinations", body: { name: "x", url: `${receiver.url}/x` }, status: 409 },
+      { operationId: "getForwarding", method: "GET", path: "/inbound/partners/fwd/forwarding", status: 200 },
+      { operationId: "getForwarding", method: "GET", path: "/inbound/partners/nobody/forwarding", status: 404 },
+      { operationId: "updateForwardDestination", method: "PATCH", path: "/inbound/partners/fwd/forwarding/destinations/eur", body: { transformation: "(e) => ({ body: e })" }, status: 200 },
+      { operationId: "updateForwardDestination", method: "PATCH", path: "/inbound/partners/fwd/forwarding/destinations/eur", body: {}, status: 400 },
+      { operationId: "updateForwardDestination", method: "PATCH", path: "/inbound/partners/fwd/forwarding/destinations/missing", body: { url: `${receiver.url}/y` }, status: 404 },
+      { operationId: "removeForwardDestination", method: "DELETE", path: "/inbound/partners/fwd/forwarding/destinations/eur", status: 200 },
+      { operationId: "removeForwardDestination", method: "DELETE", path: "/inbound/partners/fwd/forwarding/destinations/eur", status: 404 },
     ];
 
     const ajv = new Ajv2020({ strict: false, allErrors: true });
