@@ -14,7 +14,8 @@ import type { Queryable } from "../db/port.js";
 import { activeKeyring } from "./activeKeyring.js";
 import { seal } from "./envelope.js";
 import type { Keyring } from "./keyring.js";
-import { headerWhere, isUnreadableSecretError, openHeaders, openSecrets, secretsWhere } from "./subscriptionSecrets.js";
+import { headerWhere, isUnreadableSecretError, openHeaders, openSecrets, openValue, secretsWhere } from "./subscriptionSecrets.js";
+import { authWhere, SECRET_FIELD, type StoredAuth } from "../outbound/endpointAuth/config.js";
 
 export interface ReencryptResult {
   /** Rows rewritten under the primary key. */
@@ -38,13 +39,19 @@ interface Row {
   id: string;
   secrets: string[];
   headers: Record<string, string> | null;
+  /** Endpoint authentication (migration 021): its one secret part is sealed (endpointAuth/config.ts). */
+  auth: StoredAuth | null;
 }
 
+/** The secret part of `auth` (its field depends on the kind), in SQL. */
+const AUTH_SECRET_SQL = `auth ->> (CASE auth ->> 'kind' ${Object.entries(SECRET_FIELD).map(([k, f]) => `WHEN '${k}' THEN '${f}'`).join(" ")} END)`;
+
 /** Rows (deleted ones too: they still hold secrets) with a value not under `$1` (the primary's envelope prefix). */
-const STALE_ROWS = `SELECT id, secrets, headers FROM outbound_subscriptions
+const STALE_ROWS = `SELECT id, secrets, headers, auth FROM outbound_subscriptions
    WHERE id > $2
      AND (EXISTS (SELECT 1 FROM unnest(secrets) AS s(v) WHERE NOT starts_with(s.v, $1))
-          OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) AS h(k, v) WHERE NOT starts_with(h.v, $1)))
+          OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) AS h(k, v) WHERE NOT starts_with(h.v, $1))
+          OR (auth IS NOT NULL AND NOT starts_with(${AUTH_SECRET_SQL}, $1)))
    ORDER BY id
    LIMIT $3`;
 
@@ -61,9 +68,15 @@ export async function reencryptSecrets(q: Queryable, options: ReencryptOptions =
     for (const row of rows) {
       let secrets: string[];
       let headers: Record<string, string>;
+      let auth: StoredAuth | null = null;
       try {
         secrets = openSecrets(row.id, row.secrets).map((s) => seal(keyring, s, secretsWhere(row.id)));
         headers = Object.fromEntries(Object.entries(openHeaders(row.id, row.headers)).map(([k, v]) => [k, seal(keyring, v, headerWhere(row.id, k))]));
+        if (row.auth) {
+          const field = SECRET_FIELD[row.auth.kind];
+          const where = authWhere(row.id, field);
+          auth = { ...row.auth, [field]: seal(keyring, openValue((row.auth as unknown as Record<string, string>)[field]!, where), where) } as StoredAuth;
+        }
       } catch (error) {
         if (!isUnreadableSecretError(error)) throw error;
         result.unreadable.push({ id: row.id, error: (error as Error).message });
@@ -71,9 +84,10 @@ export async function reencryptSecrets(q: Queryable, options: ReencryptOptions =
       }
       // Guarded by the values read: a row changed meanwhile is left as it is (the writer sealed it).
       const { rowCount } = await q.query(
-        `UPDATE outbound_subscriptions SET secrets = $2::text[], headers = $3::jsonb
-         WHERE id = $1 AND secrets = $4::text[] AND headers IS NOT DISTINCT FROM $5::jsonb`,
-        [row.id, secrets, JSON.stringify(headers), row.secrets, row.headers === null ? null : JSON.stringify(row.headers)],
+        `UPDATE outbound_subscriptions SET secrets = $2::text[], headers = $3::jsonb, auth = $6::jsonb
+         WHERE id = $1 AND secrets = $4::text[] AND headers IS NOT DISTINCT FROM $5::jsonb AND auth IS NOT DISTINCT FROM $7::jsonb`,
+        [row.id, secrets, JSON.stringify(headers), row.secrets, row.headers === null ? null : JSON.stringify(row.headers),
+          auth === null ? null : JSON.stringify(auth), row.auth === null ? null : JSON.stringify(row.auth)],
       );
       if ((rowCount ?? 0) > 0) result.rewritten += 1;
       else result.skipped += 1;
@@ -81,6 +95,8 @@ export async function reencryptSecrets(q: Queryable, options: ReencryptOptions =
     if (rows.length < batchSize) break;
     after = rows[rows.length - 1]!.id;
   }
+  // Cached OAuth 2.0 tokens under another key are dropped, not rewritten: a new one is a fetch away.
+  if (!options.shouldStop?.()) await q.query("DELETE FROM outbound_auth_tokens WHERE token IS NOT NULL AND NOT starts_with(token, $1)", [prefix]);
   return result;
 }
 
@@ -90,7 +106,11 @@ export async function secretsByKey(q: Queryable): Promise<Record<string, number>
     `SELECT CASE WHEN starts_with(v, 'enc.v1.') THEN split_part(v, '.', 3) ELSE 'plaintext' END AS key, count(*) AS n
      FROM (SELECT s.v FROM outbound_subscriptions, unnest(secrets) AS s(v)
            UNION ALL
-           SELECT h.v FROM outbound_subscriptions, jsonb_each_text(headers) AS h(k, v)) AS stored
+           SELECT h.v FROM outbound_subscriptions, jsonb_each_text(headers) AS h(k, v)
+           UNION ALL
+           SELECT ${AUTH_SECRET_SQL} FROM outbound_subscriptions WHERE auth IS NOT NULL
+           UNION ALL
+           SELECT token FROM outbound_auth_tokens WHERE token IS NOT NULL) AS stored
      GROUP BY 1`,
   );
   return Object.fromEntries(rows.map((r) => [r.key, Number(r.n)]));

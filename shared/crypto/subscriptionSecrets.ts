@@ -52,7 +52,8 @@ const opened = new Map<string, { where: string; plain: string }>();
 const OPENED_CACHE_SIZE = 4096;
 let openedWith: Keyring | undefined;
 
-function openValue(value: string, where: string): string {
+/** One stored value in clear (a plaintext one passes through), bound to `where`; cached as above. Also opens the endpoint auth's secret parts (shared/outbound/endpointAuth). */
+export function openValue(value: string, where: string): string {
   if (!isSealed(value)) return value;
   const keyring = keyringIfAny();
   if (!keyring) throw new EncryptionKeysMissingError(`this process (a value under key "${keyIdOf(value)}" must be decrypted)`);

@@ -24,6 +24,7 @@ import type { ClaimedDelivery, Completion } from "./types.js";
 import { SPANS, withSpan } from "../telemetry/telemetry.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
 import { runTransformation, TransformationError, type TransformationLimits } from "./transformations.js";
+import { createEndpointAuth, type EndpointAuth } from "./endpointAuth/index.js";
 
 /** HTTP attempts a relay has in flight at once to one subscription, at most: the transport's connections per origin. */
 export const DEFAULT_HTTP_CONCURRENCY = 64;
@@ -103,6 +104,8 @@ export interface RelayOptions {
   logger?: Logger;
   /** Time and memory limits of subscriptions' transformations. Default: DEFAULT_TRANSFORMATION_LIMITS (100 ms, 16 MiB). */
   transformationLimits?: TransformationLimits;
+  /** Endpoint authentication (OAuth 2.0, mTLS, Basic; docs/endpointAuth.md). Default: one on `db` and `transport`. */
+  endpointAuth?: EndpointAuth;
   /** Called after each batch of completions is written (tests, metrics). */
   onCompleted?: (completions: readonly Completion[], result: CompletionResult) => void;
 }
@@ -141,6 +144,7 @@ export function createRelay(options: RelayOptions): Relay {
   const probeCheckMs = Math.min(1000, Math.max(pollIntervalMs, 50));
   let nextProbeCheck = 0;
   const relayId = randomUUID();
+  const endpointAuth = options.endpointAuth ?? createEndpointAuth({ db, transport, logger });
   const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   /** What each endpoint accepted lately (successes per second), for learning its rate at a 429. */
   const accepted = createAcceptedRates();
@@ -293,7 +297,7 @@ export function createRelay(options: RelayOptions): Relay {
       if (transformed && "outcome" in transformed) {
         outcome = transformed.outcome;
       } else {
-        outcome = await transport.deliver({
+        outcome = await endpointAuth.deliver(delivery.subscriptionId, {
           url: transformed?.url ?? delivery.url,
           webhookId: delivery.id,
           timestamp: Math.floor(Date.now() / 1000),

@@ -14,7 +14,8 @@ import type { Queryable } from "../db/port.js";
 import type { DestinationPolicy } from "./destinationPolicy.js";
 import { NotFoundError, OutboundValidationError } from "./errors.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
-import { checkDestination, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
+import { checkDestination, storedAuthFor, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
+import type { AuthInput } from "./endpointAuth/config.js";
 import { parseOrThrow } from "./validation.js";
 import { filterToJsonPath } from "./filters.js";
 import { checkPatternsAgainstCatalogue } from "./catalogue.js";
@@ -36,10 +37,12 @@ const EDITABLE: Record<string, string> = {
   attemptTimeoutMs: "attempt_timeout_ms",
   filter: "filter",
   transformation: "transformation",
+  // Replaced whole (secret part included: that is how it is rotated), or removed with null.
+  auth: "auth",
 };
-const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb", filter: "::jsonb" };
+const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb", filter: "::jsonb", auth: "::jsonb" };
 /** Fields that may be set to null: back to the default (a null filter: every event of its types). */
-const NULLABLE = new Set(["description", "maxAttempts", "rateLimitPerSecond", "attemptTimeoutMs", "filter", "transformation"]);
+const NULLABLE = new Set(["description", "maxAttempts", "rateLimitPerSecond", "attemptTimeoutMs", "filter", "transformation", "auth"]);
 
 /** The edit schema: every editable field of the creation schema, optional, some nullable. */
 function editSchema() {
@@ -76,6 +79,8 @@ export async function updateSubscription(
   // New patterns are checked against the catalogue of the subscription's application (issue 30).
   if (typeof valid.transformation === "string") await checkTransformation(valid.transformation);
   let warnings: string[] = [];
+  // Sealed for this id; a client certificate is checked, a token URL passes the destination policy.
+  const auth = valid.auth ? storedAuthFor(id, valid.auth as AuthInput, options.destinationPolicy) : null;
   if (Array.isArray(valid.eventTypes)) {
     const { rows: owner } = await q.query<{ application_id: string }>("SELECT application_id FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL", [id]);
     if (!owner[0]) throw new NotFoundError("subscription", id);
@@ -86,7 +91,7 @@ export async function updateSubscription(
   for (const [field, value] of Object.entries(valid)) {
     const column = EDITABLE[field]!;
     // Header values are stored encrypted, bound to this subscription (shared/crypto/subscriptionSecrets.ts).
-    values.push(field === "headers" ? JSON.stringify(sealHeaders(id, value as Record<string, string>)) : field === "eventTypes" ? [...new Set(value as string[])] : field === "filter" && value !== null ? JSON.stringify(value) : value);
+    values.push(field === "auth" ? (auth ? JSON.stringify(auth.stored) : null) : field === "headers" ? JSON.stringify(sealHeaders(id, value as Record<string, string>)) : field === "eventTypes" ? [...new Set(value as string[])] : field === "filter" && value !== null ? JSON.stringify(value) : value);
     sets.push(`${column} = $${values.length}${CAST[column] ?? ""}`);
     // The compiled filter goes with it (events enqueued from its commit on are filtered by the new one).
     if (field === "filter") {
@@ -112,6 +117,7 @@ export async function updateSubscription(
   });
   if (!rows[0]) throw new NotFoundError("subscription", id);
   if (newUrl) await dueNow(q, id);
+  if (auth) warnings.push(...auth.warnings);
   return { ...toSubscription(rows[0], false), ...(warnings.length > 0 ? { warnings } : {}) };
 }
 

@@ -18,6 +18,7 @@ import { checkPatternsAgainstCatalogue } from "./catalogue.js";
 import { checkTransformation, MAX_TRANSFORMATION_LENGTH } from "./transformations.js";
 import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 import { openHeaders, openSecrets, sealHeaders, sealSecrets } from "../crypto/subscriptionSecrets.js";
+import { authInputSchema, prepareAuth, publicAuth, type AuthInput, type PublicAuth, type StoredAuth } from "./endpointAuth/config.js";
 
 export type SubscriptionStatus = "active" | "degraded" | "disabled";
 
@@ -53,6 +54,8 @@ export interface Subscription {
   filter: Filter | null;
   /** Its transformation's source (docs/transformations.md); null: events are sent as enqueued. */
   transformation: string | null;
+  /** How the relay authenticates to the endpoint (docs/endpointAuth.md), without its secret part; null: no authentication. */
+  auth: PublicAuth | null;
   /** Paused by an operator: its deliveries wait (kept) until it is resumed. Independent of `status`. */
   paused: boolean;
   pausedAt: Date | null;
@@ -125,6 +128,8 @@ export const subscriptionInputSchema = z.strictObject({
   filter: z.optional(filterSchema()),
   /** JavaScript `(event) => ({ body, headers?, url? } | null)` run before each attempt (docs/transformations.md). */
   transformation: z.optional(z.string().check(z.minLength(1), z.maxLength(MAX_TRANSFORMATION_LENGTH))),
+  /** Endpoint authentication: OAuth 2.0 client credentials, a TLS client certificate, or Basic (docs/endpointAuth.md). */
+  auth: z.optional(authInputSchema),
 });
 
 /** Most past events one backfill sends to a new subscription. */
@@ -159,6 +164,8 @@ export interface SubscriptionRow {
   headers: Record<string, string>;
   filter?: Filter | null;
   transformation?: string | null;
+  /** Migration 021; its secret part sealed (endpointAuth/config.ts). */
+  auth?: StoredAuth | null;
   paused_at: Date | null;
   status: SubscriptionStatus;
   consecutive_failures: number;
@@ -193,6 +200,7 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
     headers: openHeaders(row.id, row.headers),
     filter: row.filter ?? null,
     transformation: row.transformation ?? null,
+    auth: publicAuth(row.auth),
     paused: row.paused_at !== null,
     pausedAt: row.paused_at,
     ...flow,
@@ -230,9 +238,11 @@ export async function createSubscription(
   checkDestination(valid.url, options.destinationPolicy);
   // Patterns no catalogue entry matches: refused by a strict catalogue, else warned of (issue 30).
   const warnings = await checkPatternsAgainstCatalogue(q, valid.eventTypes, valid.applicationId ?? DEFAULT_APPLICATION_ID);
-  const warned = warnings.length > 0 ? { warnings } : {};
   if (valid.transformation !== undefined) await checkTransformation(valid.transformation);
   const id = `sub_${randomBytes(12).toString("base64url")}`;
+  const auth = valid.auth === undefined ? null : storedAuthFor(id, valid.auth, options.destinationPolicy);
+  if (auth) warnings.push(...auth.warnings); // a client certificate expiring soon
+  const warned = warnings.length > 0 ? { warnings } : {};
   if (valid.secrets && valid.signatureScheme) {
     throw new OutboundValidationError("Invalid subscription: signatureScheme: give either secrets (each signs by its prefix) or signatureScheme (for a generated one), not both.", [{ path: "signatureScheme", message: "give either secrets or signatureScheme" }]);
   }
@@ -250,10 +260,10 @@ export async function createSubscription(
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
       `WITH app AS (${liveApp.replace("$APP", "$12")})
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text, $16::jsonb FROM app
        RETURNING *`,
-      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null],
+      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null],
     );
     if (!rows[0]) throw new NotFoundError("application", applicationId);
     return { ...toSubscription(rows[0], true), ...warned };
@@ -270,8 +280,8 @@ export async function createSubscription(
        LIMIT $10 + 1
      ),
      created AS (
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text, $21::jsonb FROM app
        WHERE (SELECT count(*) FROM past) <= $10
        RETURNING *
      ),
@@ -285,7 +295,7 @@ export async function createSubscription(
      SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
             (SELECT count(*) FROM woken) AS woken, (SELECT count(*) FROM app) AS live_app
      FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null],
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null],
   );
   const row = rows[0]!;
   if (Number((row as unknown as { live_app: string }).live_app) === 0) throw new NotFoundError("application", applicationId);
@@ -296,6 +306,21 @@ export async function createSubscription(
     );
   }
   return { ...toSubscription(row, true), backfilled: Number(row.backfilled), ...warned };
+}
+
+/**
+ * The stored form of a subscription's `auth` (secret part sealed for `id`), with its warnings; its
+ * token URL passes the destination policy like the endpoint's URL.
+ */
+export function storedAuthFor(id: string, input: AuthInput, policy: Pick<DestinationPolicy, "checkHost"> | undefined): { stored: StoredAuth; warnings: string[] } {
+  if (input.kind === "oauth2ClientCredentials") {
+    try {
+      policy?.checkHost(new URL(input.tokenUrl).hostname);
+    } catch (error) {
+      throw new OutboundValidationError(`Invalid subscription: auth.tokenUrl: ${(error as Error).message}`, [{ path: "auth.tokenUrl", message: (error as Error).message }], { cause: error });
+    }
+  }
+  return prepareAuth(id, input);
 }
 
 /** Early feedback for IP literals and local names; names are checked again on every connection, on the address actually dialled. */

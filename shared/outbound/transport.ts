@@ -33,6 +33,31 @@ export interface DeliveryRequest {
   headers?: Record<string, string>;
   /** This attempt's deadline in ms, at most the transport's `timeoutMs`. Default: the transport's `timeoutMs`. */
   timeoutMs?: number;
+  /** mTLS (shared/outbound/endpointAuth): the client certificate to present; its connections are pooled apart. */
+  clientCertificate?: ClientCertificate;
+}
+
+/** A TLS client identity: certificate and key (PEM), optionally the CA to trust for the endpoint (alone: trust only). */
+export interface ClientCertificate {
+  /** Names the identity (its pool): a new certificate needs a new id. */
+  id: string;
+  cert?: string;
+  key?: string;
+  ca?: string | null;
+}
+
+/** One POST that is not a delivery (an OAuth 2.0 token request): same destination policy, no signature. */
+export interface ExchangeRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs?: number;
+}
+
+export interface ExchangeResponse {
+  status: number;
+  /** The response body as UTF-8, at most 16 KiB of it. */
+  body: string;
 }
 
 export interface DeliveryOutcome {
@@ -52,6 +77,12 @@ export interface DeliveryOutcome {
 
 export interface Transport {
   deliver(req: DeliveryRequest): Promise<DeliveryOutcome>;
+  /**
+   * Sends one POST under the same destination policy and deadline (token requests of
+   * shared/outbound/endpointAuth/oauth2.ts). Rejects on network errors and timeouts (classify them
+   * with `classifyError`). Optional: a transport without it cannot serve OAuth 2.0 subscriptions.
+   */
+  exchange?(req: ExchangeRequest): Promise<ExchangeResponse>;
   /** Closes pooled connections after in-flight requests finish. */
   close(): Promise<void>;
 }
@@ -82,6 +113,10 @@ export interface TransportOptions {
  * megabytes costs us one connection, never memory).
  */
 const DRAIN_LIMIT_BYTES = 64 * 1024;
+/** Most bytes of an exchange's answer read (a token response is a few hundred). */
+const EXCHANGE_BODY_BYTES = 16 * 1024;
+/** Most client-certificate pools kept open at once. */
+const MAX_CLIENT_CERTIFICATE_POOLS = 256;
 
 /** Builds a transport. Invalid allow-list entries throw here. */
 export function createTransport(options: TransportOptions = {}): Transport {
@@ -93,27 +128,30 @@ export function createTransport(options: TransportOptions = {}): Transport {
   // Every connection goes through the policy: names via `lookup` (each resolved address checked,
   // defeating DNS rebinding), IP literals before dialling (sockets skip lookup for them), and the
   // peer address once connected, so no path reaches a refused address with our request.
-  const dial = buildConnector({ timeout: timeoutMs, lookup: policy.lookup } as buildConnector.BuildOptions);
-  const connect: buildConnector.connector = (opts, callback) => {
-    try {
-      policy.checkHost(opts.hostname);
-    } catch (err) {
-      callback(err as Error, null);
-      return;
-    }
-    dial(opts, (err, socket) => {
-      if (err || !socket) return callback(err ?? new Error("no socket"), null);
-      const peer = socket.remoteAddress;
-      const reason = peer && !policy.isAllowedHost(opts.hostname) ? policy.refusalFor(peer) : null;
-      if (reason) {
-        socket.destroy();
-        return callback(Object.assign(new Error(`Destination ${opts.hostname} (${peer}) refused: ${reason}`), { code: DESTINATION_REFUSED }), null);
+  const connectorWith = (tls: Partial<Pick<ClientCertificate, "cert" | "key" | "ca">> = {}): buildConnector.connector => {
+    const dial = buildConnector({ timeout: timeoutMs, lookup: policy.lookup, ...tls } as buildConnector.BuildOptions);
+    const connect: buildConnector.connector = (opts, callback) => {
+      try {
+        policy.checkHost(opts.hostname);
+      } catch (err) {
+        callback(err as Error, null);
+        return;
       }
-      callback(null, socket);
-    });
+      dial(opts, (err, socket) => {
+        if (err || !socket) return callback(err ?? new Error("no socket"), null);
+        const peer = socket.remoteAddress;
+        const reason = peer && !policy.isAllowedHost(opts.hostname) ? policy.refusalFor(peer) : null;
+        if (reason) {
+          socket.destroy();
+          return callback(Object.assign(new Error(`Destination ${opts.hostname} (${peer}) refused: ${reason}`), { code: DESTINATION_REFUSED }), null);
+        }
+        callback(null, socket);
+      });
+    };
+    return connect;
   };
-  const agent = new Agent({
-    connect,
+  const agentWith = (tls?: Partial<Pick<ClientCertificate, "cert" | "key" | "ca">>) => new Agent({
+    connect: connectorWith(tls),
     connections: options.connectionsPerOrigin ?? 64,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 60_000,
@@ -121,6 +159,28 @@ export function createTransport(options: TransportOptions = {}): Transport {
     bodyTimeout: timeoutMs,
     pipelining: 1,
   });
+  const agent = agentWith();
+  /**
+   * One pool per client certificate (mTLS subscriptions): a connection made with one identity must
+   * never carry another subscription's request. Bounded; the oldest is closed when full.
+   */
+  const identified = new Map<string, Agent>();
+  const agentFor = (certificate: ClientCertificate | undefined): Agent => {
+    if (!certificate) return agent;
+    let found = identified.get(certificate.id);
+    if (!found) {
+      if (identified.size >= MAX_CLIENT_CERTIFICATE_POOLS) {
+        const [oldest, pool] = identified.entries().next().value as [string, Agent];
+        identified.delete(oldest);
+        void pool.close().catch(() => {});
+      }
+      found = agentWith({
+        ...(certificate.cert ? { cert: certificate.cert } : {}), ...(certificate.key ? { key: certificate.key } : {}), ...(certificate.ca ? { ca: certificate.ca } : {}),
+      });
+      identified.set(certificate.id, found);
+    }
+    return found;
+  };
 
   async function deliver(req: DeliveryRequest): Promise<DeliveryOutcome> {
     const started = performance.now();
@@ -138,7 +198,7 @@ export function createTransport(options: TransportOptions = {}): Transport {
     // A subscription's own deadline may be shorter, never longer than the transport's (its pool's timeouts).
     const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
     try {
-      const res = await postOnce(agent, {
+      const res = await postOnce(agentFor(req.clientCertificate), {
         origin: url.origin,
         path: url.pathname + url.search,
         headers: {
@@ -169,7 +229,27 @@ export function createTransport(options: TransportOptions = {}): Transport {
     }
   }
 
-  return { deliver, close: () => agent.close() };
+  async function exchange(req: ExchangeRequest): Promise<ExchangeResponse> {
+    const url = new URL(req.url);
+    const res = await postOnce(agent, {
+      origin: url.origin,
+      path: url.pathname + url.search,
+      headers: { ...req.headers, "user-agent": userAgent },
+      body: req.body,
+      deadlineMs: Math.min(req.timeoutMs ?? timeoutMs, timeoutMs),
+      excerptBytes: EXCHANGE_BODY_BYTES,
+      drainBytes: DRAIN_LIMIT_BYTES,
+    });
+    return { status: res.status, body: decodeExcerpt(res.excerpt) };
+  }
+
+  return {
+    deliver,
+    exchange,
+    close: async () => {
+      await Promise.all([agent.close(), ...[...identified.values()].map((a) => a.close())]);
+    },
+  };
 }
 
 /** What a response status means for the delivery. */

@@ -22,6 +22,37 @@ export const errorSchema = z.strictObject({
 /** Custom header values are answered in full, so whoever may read a subscription reads them. */
 const CUSTOM_HEADERS_DESCRIPTION = "The custom headers sent with every delivery, names in lower case, values IN FULL as given: treat them as possibly secret (an `authorization` or API-key header for the receiver). Stored encrypted; anyone whose token or key may read this subscription sees them.";
 
+/** What the API shows of a subscription's endpoint authentication: no client secret, private key or password, ever. */
+const endpointAuthSchema = z.union([
+  z.strictObject({
+    kind: z.literal("oauth2ClientCredentials"),
+    tokenUrl: z.string(),
+    clientId: z.string(),
+    scope: nullableText,
+    audience: nullableText,
+    parameters: z.record(z.string(), z.string()),
+    clientAuthentication: z.enum(["basic", "body"]),
+  }),
+  z.strictObject({
+    kind: z.literal("mtls"),
+    certificate: z.strictObject({
+      subject: z.string(),
+      issuer: z.string(),
+      notBefore: time,
+      notAfter: time,
+      fingerprint256: z.string(),
+      /** True once notAfter has passed: attempts fail as `client_certificate_expired`. */
+      expired: z.boolean(),
+      /** True within 30 days of notAfter. */
+      expiresSoon: z.boolean(),
+      expiresInDays: int,
+    }),
+    /** Whether a CA of its own is trusted for the endpoint's certificate. */
+    ca: z.boolean(),
+  }),
+  z.strictObject({ kind: z.literal("basic"), username: z.string() }),
+]).check(z.describe("How the relay authenticates to the endpoint; the secret part (client secret, private key, password) is stored encrypted and never answered."));
+
 export const subscriptionSchema = z.strictObject({
   id: z.string(),
   applicationId: z.string(),
@@ -39,6 +70,8 @@ export const subscriptionSchema = z.strictObject({
   filter: z.nullable(z.record(z.string(), z.unknown())),
   /** Its transformation's JavaScript source (docs/transformations.md); null: none. */
   transformation: z.nullable(z.string()),
+  /** Endpoint authentication (docs/endpointAuth.md), never with its secret part; null: none. */
+  auth: z.nullable(endpointAuthSchema),
   paused: z.boolean(),
   pausedAt: nullableTime,
   // Flow control (issue 15, migration 011): present once that migration is applied.

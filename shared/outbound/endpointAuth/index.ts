@@ -1,0 +1,122 @@
+/**
+ * Endpoint authentication at delivery time (issue 29, docs/endpointAuth.md): the relay hands each
+ * attempt here; a subscription without `auth` goes straight to the transport, one with it gets its
+ * credentials first.
+ *
+ * - `basic`: `Authorization: Basic …` (it replaces a custom `authorization` header).
+ * - `oauth2ClientCredentials`: `Authorization: Bearer <token>`, the token shared by the relays
+ *   (tokenCache.ts). A token endpoint's failure is the attempt's outcome (oauth2.ts classifies it);
+ *   a 401 from the endpoint refreshes the token once and the attempt is sent again.
+ * - `mtls`: the transport presents the client certificate (its own connection pool). An expired
+ *   certificate is not presented: the attempt fails permanently as `client_certificate_expired`.
+ *
+ * Configurations are read per subscription and kept CONFIG_TTL_MS; a 401 or 403, or a failure of
+ * the credentials themselves (token endpoint, expired certificate), reads the subscription's again
+ * at once, and when it changed meanwhile (a rotation, a corrected secret) the attempt is sent again
+ * with the new one: a rotation loses no delivery to the old credentials.
+ */
+import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
+import type { Queryable } from "../../db/port.js";
+import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
+import type { DeliveryOutcome, DeliveryRequest, Transport } from "../transport.js";
+import { openAuth, type StoredAuth } from "./config.js";
+import { isRetryableTokenFailure, type Oauth2Config } from "./oauth2.js";
+import { createTokenCache, type TokenCache } from "./tokenCache.js";
+
+/** How long a relay uses a subscription's auth configuration before reading it again. */
+export const CONFIG_TTL_MS = 5_000;
+
+export interface EndpointAuth {
+  /** Sends `req` for `subscriptionId` with its authentication (or none). Never throws for the endpoint's or the token endpoint's failures. */
+  deliver(subscriptionId: string, req: DeliveryRequest): Promise<DeliveryOutcome>;
+}
+
+export interface EndpointAuthOptions {
+  db: Queryable;
+  transport: Transport;
+  logger?: Logger;
+  /** Shared tokens; default: one on `db`. */
+  tokens?: TokenCache;
+}
+
+export function createEndpointAuth(options: EndpointAuthOptions): EndpointAuth {
+  const { db, transport } = options;
+  const tokens = options.tokens ?? createTokenCache({ db, transport, logger: options.logger });
+  const configs = new Map<string, { auth: StoredAuth | null; readAt: number }>();
+
+  const read = async (id: string): Promise<StoredAuth | null> => {
+    let auth: StoredAuth | null;
+    try {
+      auth = (await db.query<{ auth: StoredAuth | null }>("SELECT auth FROM outbound_subscriptions WHERE id = $1", [id])).rows[0]?.auth ?? null;
+    } catch (error) {
+      // A database before migration 021: no subscription has auth there.
+      if ((error as { code?: string }).code !== "42703") throw error;
+      auth = null;
+    }
+    if (configs.size > 10_000) configs.clear();
+    configs.set(id, { auth, readAt: performance.now() });
+    return auth;
+  };
+  const configOf = async (id: string): Promise<StoredAuth | null> => {
+    const cached = configs.get(id);
+    if (cached && performance.now() - cached.readAt < CONFIG_TTL_MS) return cached.auth;
+    return read(id);
+  };
+
+  const failed = (result: DeliveryOutcome["result"], errorClass: string, excerpt: string): DeliveryOutcome =>
+    ({ result, status: null, latencyMs: 0, errorClass, responseExcerpt: excerpt, retryAfterSeconds: null });
+
+  const sendWith = async (id: string, stored: StoredAuth, req: DeliveryRequest): Promise<DeliveryOutcome & { generation?: number }> => {
+    let auth: StoredAuth;
+    try {
+      auth = openAuth(id, stored);
+    } catch (error) {
+      if (!isUnreadableSecretError(error)) throw error;
+      // Like a signing secret that does not decrypt: not the endpoint's fault, so retried.
+      return failed("retryable", "auth_secret_unreadable", (error as Error).message);
+    }
+    switch (auth.kind) {
+      case "basic":
+        return transport.deliver({ ...req, headers: { ...req.headers, authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}` } });
+      case "mtls":
+        if (Date.parse(auth.notAfter) <= Date.now()) {
+          return failed("permanent", "client_certificate_expired", `the subscription's client certificate (${auth.subject}) expired on ${auth.notAfter}; set a new one (PATCH auth), then replay the dead letters`);
+        }
+        return transport.deliver({ ...req, clientCertificate: { id: `${id}:${auth.version}`, cert: auth.certificate, key: auth.privateKey, ca: auth.ca } });
+      case "oauth2ClientCredentials": {
+        const token = await tokens.get(id, auth as Oauth2Config);
+        if (!token.ok) return failed(isRetryableTokenFailure(token.errorClass) ? "retryable" : "permanent", token.errorClass, token.detail);
+        const outcome = await transport.deliver({ ...req, headers: { ...req.headers, authorization: `Bearer ${token.token}` } });
+        return { ...outcome, generation: token.generation };
+      }
+    }
+  };
+
+  return {
+    async deliver(id, req) {
+      const stored = await configOf(id);
+      if (!stored) return transport.deliver(req);
+      const first = await sendWith(id, stored, req);
+      if (!refusedOrMisconfigured(first)) return strip(first);
+      // Refused, or our side failed: maybe a token revoked early, maybe the credentials were
+      // corrected or rotated since they were read (a replay right after fixing a client secret).
+      const current = await read(id);
+      if (!current) return strip(first);
+      if (current.version !== stored.version) return strip(await sendWith(id, current, req));
+      if (current.kind === "oauth2ClientCredentials" && first.status === 401 && first.generation !== undefined) {
+        await tokens.invalidate(id, first.generation);
+        return strip(await sendWith(id, current, req));
+      }
+      return strip(first);
+    },
+  };
+}
+
+/** An answer or failure that newer credentials might fix. */
+const refusedOrMisconfigured = (o: DeliveryOutcome): boolean =>
+  o.status === 401 || o.status === 403 || (o.errorClass !== null && (o.errorClass.startsWith("auth_") || o.errorClass.startsWith("client_certificate_")));
+
+const strip = ({ generation: _g, ...outcome }: DeliveryOutcome & { generation?: number }): DeliveryOutcome => outcome;
+
+export { authInputSchema, prepareAuth, publicAuth, authWarnings, type StoredAuth, type PublicAuth } from "./config.js";
