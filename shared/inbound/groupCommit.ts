@@ -50,15 +50,19 @@ interface Waiting {
 
 // One statement for the whole batch. Everything travels as text[] (payloads as hex) because
 // that is the array type both pg and PGlite serialise the same way.
-const INSERT_BATCH = `
+// `traced`: some entry carries its ingest's trace context (an SDK is installed); without one the
+// statement is the one it always was.
+const insertBatch = (traced: boolean) => `
   INSERT INTO inbox_entries
-    (partner_name, partner_event_id, event_type, payload, payload_sha256, signature_verified, received_at, next_attempt_at)
+    (partner_name, partner_event_id, event_type, payload, payload_sha256, signature_verified, received_at, next_attempt_at${traced ? ", traceparent" : ""})
   SELECT partner_name, partner_event_id, event_type, decode(payload_hex, 'hex'), payload_sha256,
-         signature_verified::boolean, received_at::timestamptz, received_at::timestamptz
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-    AS input(partner_name, partner_event_id, event_type, payload_hex, payload_sha256, signature_verified, received_at)
+         signature_verified::boolean, received_at::timestamptz, received_at::timestamptz${traced ? ", traceparent" : ""}
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]${traced ? ", $8::text[]" : ""})
+    AS input(partner_name, partner_event_id, event_type, payload_hex, payload_sha256, signature_verified, received_at${traced ? ", traceparent" : ""})
   ON CONFLICT (partner_name, partner_event_id) DO NOTHING
   RETURNING id, partner_name, partner_event_id`;
+const INSERT_BATCH = insertBatch(false);
+const INSERT_BATCH_TRACED = insertBatch(true);
 
 const keyOf = (partner: string, eventId: string) => `${partner}\u0000${eventId}`;
 
@@ -110,7 +114,7 @@ export function createGroupCommit(db: Queryable, options: GroupCommitOptions = {
   const flush = async (batch: Waiting[]) => {
     let inserted: Map<string, string>;
     try {
-      const r = await db.query<{ id: string; partner_name: string; partner_event_id: string }>(INSERT_BATCH, [
+      const columns = [
         batch.map((w) => w.entry.partnerName),
         batch.map((w) => w.entry.partnerEventId),
         batch.map((w) => w.entry.eventType),
@@ -118,7 +122,12 @@ export function createGroupCommit(db: Queryable, options: GroupCommitOptions = {
         batch.map((w) => sha256Hex(w.entry.payload)),
         batch.map((w) => String(w.entry.signatureVerified)),
         batch.map((w) => w.entry.receivedAt.toISOString()),
-      ]);
+      ];
+      const traced = batch.some((w) => w.entry.traceparent);
+      const r = await db.query<{ id: string; partner_name: string; partner_event_id: string }>(
+        traced ? INSERT_BATCH_TRACED : INSERT_BATCH,
+        traced ? [...columns, batch.map((w) => w.entry.traceparent ?? null)] : columns,
+      );
       inserted = new Map(r.rows.map((row) => [keyOf(row.partner_name, row.partner_event_id), String(row.id)]));
     } catch (error) {
       // Database away: nobody is stored, everybody hears it (and answers 503).

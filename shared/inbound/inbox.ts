@@ -26,6 +26,8 @@ export interface NewInboxEntry {
   payload: Buffer;
   signatureVerified: boolean;
   receivedAt: Date;
+  /** W3C trace context of the ingest span (an SDK installed), carried on to the processing span. */
+  traceparent?: string | null;
 }
 
 export type StoreResult =
@@ -43,11 +45,11 @@ export async function storeInboxEntry(db: Queryable, e: NewInboxEntry): Promise<
   const at = e.receivedAt.toISOString();
   const inserted = await db.query<{ id: string }>(
     `INSERT INTO inbox_entries
-       (partner_name, partner_event_id, event_type, payload, payload_sha256, signature_verified, received_at, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $7::timestamptz)
+       (partner_name, partner_event_id, event_type, payload, payload_sha256, signature_verified, received_at, next_attempt_at${e.traceparent ? ", traceparent" : ""})
+     VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $7::timestamptz${e.traceparent ? ", $8" : ""})
      ON CONFLICT (partner_name, partner_event_id) DO NOTHING
      RETURNING id`,
-    [e.partnerName, e.partnerEventId, e.eventType, e.payload, hash, e.signatureVerified, at],
+    e.traceparent ? [e.partnerName, e.partnerEventId, e.eventType, e.payload, hash, e.signatureVerified, at, e.traceparent] : [e.partnerName, e.partnerEventId, e.eventType, e.payload, hash, e.signatureVerified, at],
   );
   const row = inserted.rows[0];
   if (row) return { kind: "stored", id: row.id };

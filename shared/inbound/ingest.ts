@@ -23,6 +23,7 @@ import { signalInboxStored, storeInboxEntry, type NewInboxEntry, type StoreResul
 import { screenInbound } from "./screen.js";
 import type { HeaderBag, PartnerConfig } from "./verify/index.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
+import { activeTraceparent } from "../telemetry/telemetry.js";
 
 export interface IngestDeps {
   /** Where entries are stored: a pool (each statement commits on its own). */
@@ -82,7 +83,8 @@ export async function ingest(deps: IngestDeps, partnerName: string, headers: Hea
   const { partner, eventId, eventType } = screened;
 
   try {
-    const entry: NewInboxEntry = { partnerName: partner.name, partnerEventId: eventId, eventType, payload: rawBody, signatureVerified: true, receivedAt: now };
+    // The ingest span's trace context (null without an SDK), so processing continues the same trace.
+    const entry: NewInboxEntry = { partnerName: partner.name, partnerEventId: eventId, eventType, payload: rawBody, signatureVerified: true, receivedAt: now, traceparent: activeTraceparent() };
     // A forwarding partner: the inbox row and the outbox event commit together (forward.ts).
     const stored = await (partner.forward ? storeAndForward(transactional(deps.db), partner, entry)
       : deps.store ? deps.store(entry) : storeInboxEntry(deps.db, entry));

@@ -25,6 +25,8 @@ export interface ClaimedEntry {
   deferrals: number;
   deferDeadlineAt: Date | null;
   leaseToken: string;
+  /** The ingest's W3C trace context, when an SDK traced it: processing continues that trace. */
+  traceparent?: string | null;
 }
 
 /** What a handler decided; a thrown error means "failed, retry on the schedule". */
@@ -92,7 +94,7 @@ const addSeconds = (d: Date, s: number) => new Date(d.getTime() + s * 1000);
 const clip = (text: string, n = 2000) => (text.length > n ? `${text.slice(0, n)}…` : text);
 
 const CLAIM_COLUMNS = `e.id, e.seq, e.partner_name, e.partner_event_id, e.event_type, e.payload, e.received_at,
-  e.attempts, e.failures, e.deferrals, e.defer_deadline_at, e.lease_token`;
+  e.attempts, e.failures, e.deferrals, e.defer_deadline_at, e.lease_token, e.traceparent`;
 
 function toClaimed(x: Row): ClaimedEntry {
   return {
@@ -107,6 +109,7 @@ function toClaimed(x: Row): ClaimedEntry {
     deferrals: Number(x.deferrals),
     deferDeadlineAt: x.defer_deadline_at ? new Date(x.defer_deadline_at as string) : null,
     leaseToken: String(x.lease_token),
+    traceparent: (x.traceparent as string | null | undefined) ?? null,
   };
 }
 
@@ -259,7 +262,7 @@ export class InboxProcessor {
       if (result !== "lost") recordInboxProcessed(result === "processed" ? (handled === "applied" ? "applied" : "noop") : result);
       span.setAttribute("webhooks.inbox.result", result);
       return result;
-    });
+    }, entry.traceparent);
   }
 
   private async record(tx: Transaction, entry: ClaimedEntry, outcome: HandlerOutcome, now: Date) {

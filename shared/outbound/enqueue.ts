@@ -13,7 +13,7 @@ import { NOTIFY_CHANNEL } from "./notify.js";
 import { parseOrThrow } from "./validation.js";
 import { confirmedValidators, currentValidators, SchemaValidationError, schemaErrorsOf, validatorsOf } from "./catalogue.js";
 import type { Issue } from "./errors.js";
-import { setSpanAttributes, SPANS, withSpan } from "../telemetry/telemetry.js";
+import { activeTraceparent, setSpanAttributes, SPANS, withSpan } from "../telemetry/telemetry.js";
 import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 
 /** An event to send. `data` must be JSON (objects, arrays, strings, finite numbers, booleans, null). */
@@ -328,6 +328,7 @@ export const MAX_EVENTS_PER_BATCH = 1000;
 export function enqueue(tx: Queryable, event: OutboundEvent, options: EnqueueOptions = {}): Promise<EnqueueResult> {
   return withSpan(SPANS.outboxEnqueue, { "webhooks.event.type": typeof event?.type === "string" ? event.type.slice(0, 100) : undefined }, async (span) => {
     const [result] = await write(tx, [prepareEvent(event, options)], false);
+    await keepTraceContext(tx, [result!]);
     setSpanAttributes(span, { "webhooks.event.id": result!.eventId, "webhooks.event.created": result!.created, "webhooks.deliveries": result!.deliveries.length });
     return result!;
   });
@@ -356,9 +357,26 @@ export function enqueueMany(tx: Queryable, events: readonly OutboundEvent[], opt
       }
     });
     const results = await write(tx, checked, true);
+    await keepTraceContext(tx, results);
     setSpanAttributes(span, { "webhooks.deliveries": results.reduce((n, r) => n + (r.created ? r.deliveries.length : 0), 0) });
     return results;
   });
+}
+
+const KEEP_TRACE_CONTEXT = prepared("outbound_keep_trace_context", "UPDATE outbound_events SET traceparent = $2 WHERE id = ANY ($1::text[]) AND traceparent IS NULL");
+
+/**
+ * Stores the enqueue span's W3C trace context on the events it created, in the caller's
+ * transaction, so the relay's attempts continue the trace (shared/outbound/sql/claimDeliveries.ts).
+ * Only when an SDK traces this process: without one there is no active span and no statement,
+ * and the enqueue costs what it did (a second statement rather than a column in every variant of
+ * the prepared insert).
+ */
+async function keepTraceContext(tx: Queryable, results: readonly EnqueueResult[]): Promise<void> {
+  const traceparent = activeTraceparent();
+  if (!traceparent) return;
+  const created = results.filter((r) => r.created).map((r) => r.eventId);
+  if (created.length) await tx.query(KEEP_TRACE_CONTEXT, [created, traceparent]);
 }
 
 /** A validation error of one event of a batch, located in the batch. */

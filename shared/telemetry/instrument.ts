@@ -13,7 +13,7 @@
 import type { Route } from "../server/router.js";
 import { HttpError } from "../server/router.js";
 import type { DeliveryOutcome as TransportOutcome, Transport } from "../outbound/transport.js";
-import { recordDeliveryAttempt, recordInboxReceived, recordReplay, SPANS, setSpanAttributes, withSpan, type DeliveryOutcome } from "./telemetry.js";
+import { activeTraceparent, recordDeliveryAttempt, recordInboxReceived, recordReplay, SPANS, setSpanAttributes, withSpan, type DeliveryOutcome } from "./telemetry.js";
 
 /** Handlers produced by `instrumentRoutes`, so a second call leaves them as they are. */
 const INSTRUMENTED = new WeakSet<Route["handler"]>();
@@ -37,6 +37,11 @@ function replayedCount(body: unknown): number {
   return Array.isArray(replayed) ? replayed.length : 1;
 }
 
+/** A caller's `traceparent` header, when it sent one (a header sent twice is not one). */
+function traceparentOf(header: string | string[] | undefined): string | null {
+  return typeof header === "string" ? header : null;
+}
+
 function statusOf(error: unknown): number {
   return error instanceof HttpError ? error.status : 500;
 }
@@ -55,6 +60,7 @@ export function instrumentRoutes(routes: Route[]): Route[] {
     const name = ingest ? SPANS.inboxIngest : replay ? SPANS.replay : HTTP_SPAN;
     const handler: Route["handler"] = (req) =>
       withSpan(name, { "http.request.method": route.method, "http.route": route.path }, async (span) => {
+        // The ingest span's context is what the inbox entry carries on (inbound/ingest.ts).
         try {
           const response = await route.handler(req);
           setSpanAttributes(span, { "http.response.status_code": response.status });
@@ -76,7 +82,7 @@ export function instrumentRoutes(routes: Route[]): Route[] {
           if (ingest) recordInboxReceived(req.params.partner ?? "", "rejected");
           throw error;
         }
-      });
+      }, traceparentOf(req.headers.traceparent));
     INSTRUMENTED.add(handler);
     return { ...route, handler };
   });
@@ -110,7 +116,8 @@ export function clientAttributes(url: string): Record<string, string | number | 
 }
 
 /**
- * Wraps `deliver` in a `webhooks.delivery.attempt` span and records
+ * Wraps `deliver` in a `webhooks.delivery.attempt` span (the child of the event's enqueue when the
+ * claim brought its `traceparent`; the header sent is then this span's) and records
  * `webhooks.delivery.attempts{outcome}` and `webhooks.delivery.latency{outcome}`.
  */
 export function instrumentTransport(transport: Transport): Transport {
@@ -118,7 +125,12 @@ export function instrumentTransport(transport: Transport): Transport {
     deliver: (req) =>
       withSpan(SPANS.deliveryAttempt, { "webhooks.delivery.id": req.webhookId }, async (span) => {
         // Parsing the URL allocates: only for a span an SDK records (never with telemetry off).
-        if (span.isRecording()) setSpanAttributes(span, clientAttributes(req.url));
+        if (span.isRecording()) {
+          setSpanAttributes(span, clientAttributes(req.url));
+          // The receiver continues the trace from this attempt (W3C: the client span's id), not
+          // from the enqueue that the claim put in the headers (shared/outbound/sql/claimDeliveries.ts).
+          if (req.headers?.traceparent !== undefined) req = { ...req, headers: { ...req.headers, traceparent: activeTraceparent() ?? req.headers.traceparent } };
+        }
         const outcome = await transport.deliver(req);
         const mapped = OUTCOMES[outcome.result];
         setSpanAttributes(span, {
@@ -129,7 +141,7 @@ export function instrumentTransport(transport: Transport): Transport {
         });
         recordDeliveryAttempt({ outcome: mapped, latencyMs: outcome.latencyMs });
         return outcome;
-      }),
+      }, req.headers?.traceparent),
     close: () => transport.close(),
   };
 }

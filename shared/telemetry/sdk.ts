@@ -24,6 +24,8 @@ export interface Telemetry {
   readonly settings: TelemetrySettings;
   /** Every metric now in the Prometheus text format (0.0.4); present when `prometheus` is a metric exporter. */
   readonly prometheus?: () => Promise<string>;
+  /** Sends what is buffered now (spans waiting for their batch, the metrics of the current interval). */
+  flush(): Promise<void>;
   /** Flushes buffered spans and metrics, stops the readers and uninstalls the global providers. */
   shutdown(): Promise<void>;
 }
@@ -91,6 +93,7 @@ async function metricExporter(protocol: OtlpProtocol, url: string | undefined) {
 export async function startTelemetry(settings: TelemetrySettings, env: Env = process.env): Promise<Telemetry> {
   const resource = await resourceFor(env);
   const stops: Array<() => Promise<void>> = [];
+  const flushes: Array<() => Promise<void>> = [];
 
   if (settings.traces.length) {
     const { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider } = await import("@opentelemetry/sdk-trace-node");
@@ -99,6 +102,7 @@ export async function startTelemetry(settings: TelemetrySettings, env: Env = pro
     // The sampler is the SDK's reading of OTEL_TRACES_SAMPLER / _ARG (default: parent-based, always on).
     const provider = new NodeTracerProvider({ resource, spanProcessors });
     provider.register();
+    flushes.push(() => provider.forceFlush());
     stops.push(async () => {
       await provider.shutdown();
       trace.disable();
@@ -130,6 +134,7 @@ export async function startTelemetry(settings: TelemetrySettings, env: Env = pro
     }
     const provider = new MeterProvider({ resource, readers });
     metrics.setGlobalMeterProvider(provider);
+    flushes.push(() => provider.forceFlush());
     stops.push(async () => {
       await provider.shutdown();
       metrics.disable();
@@ -139,6 +144,9 @@ export async function startTelemetry(settings: TelemetrySettings, env: Env = pro
   return {
     settings,
     prometheus,
+    async flush() {
+      await Promise.allSettled(flushes.map((flush) => flush()));
+    },
     async shutdown() {
       await Promise.allSettled(stops.splice(0).map((stop) => stop()));
     },

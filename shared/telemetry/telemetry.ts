@@ -16,7 +16,7 @@
  *   recordDeliveryAttempt({ outcome: result.outcome, latencyMs: result.latencyMs });
  * });
  */
-import { metrics, SpanKind, SpanStatusCode, trace, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider, type ObservableGauge, type Span } from "@opentelemetry/api";
+import { context, isSpanContextValid, metrics, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Counter, type Histogram, type Meter, type MeterProvider, type ObservableGauge, type Span } from "@opentelemetry/api";
 import { INSTRUMENTATION_SCOPE, METRIC_UNITS, METRICS, SPAN_KINDS, type SpanName } from "./names.js";
 
 
@@ -150,11 +150,13 @@ const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: Span
 
 /**
  * Runs `fn` in an active span named `name` (use `SPANS`). Exceptions mark the span as an error with
- * the error's class name only (messages may quote input), and are rethrown.
+ * the error's class name only (messages may quote input), and are rethrown. `parent`: a W3C
+ * `traceparent` the span continues (a row's, a request's) instead of the active span.
  */
-export async function withSpan<T>(name: string, attributes: Record<string, string | number | boolean | undefined | null>, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function withSpan<T>(name: string, attributes: Record<string, string | number | boolean | undefined | null>, fn: (span: Span) => Promise<T>, parent?: string | null): Promise<T> {
   const tracer = trace.getTracer(INSTRUMENTATION_SCOPE);
-  return tracer.startActiveSpan(name, { kind: KINDS[SPAN_KINDS[name as SpanName]] ?? SpanKind.INTERNAL, attributes: safeAttributes(attributes) }, async (span) => {
+  const options = { kind: KINDS[SPAN_KINDS[name as SpanName]] ?? SpanKind.INTERNAL, attributes: safeAttributes(attributes) };
+  const run = async (span: Span) => {
     try {
       const result = await fn(span);
       return result;
@@ -165,7 +167,35 @@ export async function withSpan<T>(name: string, attributes: Record<string, strin
     } finally {
       span.end();
     }
-  });
+  };
+  // A parent carried in a row or a header (a trace begun in another process) over the active one.
+  const remote = parent ? contextOfTraceparent(parent) : undefined;
+  return remote ? tracer.startActiveSpan(name, options, remote, run) : tracer.startActiveSpan(name, options, run);
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * The active context with `traceparent` (W3C Trace Context, version 00) as its remote parent;
+ * undefined when it is not one (malformed, all-zero ids): the caller then continues the active trace.
+ */
+export function contextOfTraceparent(traceparent: string, base: Context = context.active()): Context | undefined {
+  const m = TRACEPARENT.exec(traceparent.trim());
+  if (!m) return undefined;
+  const spanContext = { traceId: m[1]!, spanId: m[2]!, traceFlags: Number.parseInt(m[3]!, 16) & TraceFlags.SAMPLED, isRemote: true };
+  return isSpanContextValid(spanContext) ? trace.setSpanContext(base, spanContext) : undefined;
+}
+
+/**
+ * The W3C `traceparent` of the active span, to carry in a row or a header; null when there is
+ * none (no SDK installed: nothing is allocated then, which keeps the delivery path as it was).
+ */
+export function activeTraceparent(): string | null {
+  const span = trace.getActiveSpan();
+  if (!span) return null;
+  const c = span.spanContext();
+  if (!isSpanContextValid(c)) return null;
+  return `00-${c.traceId}-${c.spanId}-${c.traceFlags & TraceFlags.SAMPLED ? "01" : "00"}`;
 }
 
 /** Sets attributes on a span through the same filter as `withSpan`. */

@@ -107,10 +107,17 @@ const lease = (ids: string) => `claimed AS (
    )`;
 
 /**
- * Joins the event body and subscription to the rows just leased; for a rate-limited attempt, `slot`
- * (SQL) gives its start and `clock` the statement's reading of the clock it was set by (ms, Unix epoch).
+ * Joins the event body and subscription to the rows just leased; the event's W3C trace context
+ * (migration 023, stored when an SDK traced its enqueue) rides in the headers as `traceparent`
+ * unless the subscription turned it off (`send_traceparent`), and the attempt span replaces it
+ * with its own (shared/telemetry/instrument.ts); without one the headers are what they were. For a
+ * rate-limited attempt, `slot` (SQL) gives its start and `clock` the statement's reading of the
+ * clock it was set by (ms, Unix epoch).
  */
-const load = (slot: string, clock: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts, s.headers || COALESCE(e.headers, '{}'::jsonb) AS headers,
+const load = (slot: string, clock: string) => `SELECT c.id, c.event_id, c.subscription_id, s.url, s.secrets, e.body, c.attempts, s.max_attempts,
+          CASE WHEN e.traceparent IS NOT NULL AND s.send_traceparent
+               THEN jsonb_build_object('traceparent', e.traceparent) || s.headers || COALESCE(e.headers, '{}'::jsonb)
+               ELSE s.headers || COALESCE(e.headers, '{}'::jsonb) END AS headers,
           s.attempt_timeout_ms, ${slot} AS slot_at, ${clock} AS clock_at, c.ordering_key,
           extract(epoch FROM c.rate_limited_since) * 1000 AS rate_limited_since, s.rate_limit_per_second IS NOT NULL AS strict_rate, s.transformation
    FROM claimed c
