@@ -142,6 +142,9 @@ export function instrumentTransport(transport: Transport): Transport {
         recordDeliveryAttempt({ outcome: mapped, latencyMs: outcome.latencyMs });
         return outcome;
       }, req.headers?.traceparent),
+    // Token requests (endpointAuth/oauth2.ts) pass through as they are: dropping the method here
+    // would leave OAuth 2.0 subscriptions of an instrumented relay without a token.
+    ...(transport.exchange ? { exchange: transport.exchange.bind(transport) } : {}),
     close: () => transport.close(),
   };
 }

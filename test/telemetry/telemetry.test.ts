@@ -246,6 +246,14 @@ describe("instrumentTransport", () => {
     expect(await points(METRICS.deliveryAttempts)).toEqual([[{ outcome: "success" }, 2]]);
   });
 
+  it("keeps the transport's exchange (token requests) when it has one, and adds none when it has not", async () => {
+    const exchanged: string[] = [];
+    const withExchange = instrumentTransport({ deliver: async () => outcome, close: async () => {}, exchange: async (r) => { exchanged.push(r.url); return { status: 200, body: "{}" }; } });
+    expect(await withExchange.exchange!({ url: "https://auth.example.com/token", headers: {}, body: "" })).toEqual({ status: 200, body: "{}" });
+    expect(exchanged).toEqual(["https://auth.example.com/token"]);
+    expect(instrumentTransport({ deliver: async () => outcome, close: async () => {} }).exchange).toBeUndefined();
+  });
+
   it("clientAttributes of a URL that does not parse: the method only", () => {
     expect(clientAttributes("not a url")).toEqual({ "http.request.method": "POST" });
   });
