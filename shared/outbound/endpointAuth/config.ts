@@ -176,7 +176,11 @@ export function certificateWarnings(facts: Pick<CertificateFacts, "notBefore" | 
   const left = new Date(facts.notAfter).getTime() - now.getTime();
   const warnings: string[] = [];
   if (left <= 0) warnings.push(`auth: the client certificate expired on ${facts.notAfter}: deliveries fail (client_certificate_expired) until a new one is set`);
-  else if (left < CERTIFICATE_WARNING_DAYS * DAY_MS) warnings.push(`auth: the client certificate expires on ${facts.notAfter} (in ${Math.ceil(left / DAY_MS)} days): set a new one before`);
+  else if (left < CERTIFICATE_WARNING_DAYS * DAY_MS) {
+    const days = Math.floor(left / DAY_MS);
+    const when = days === 0 ? "in less than a day" : `in ${days} day${days === 1 ? "" : "s"}`;
+    warnings.push(`auth: the client certificate expires on ${facts.notAfter} (${when}): set a new one before`);
+  }
   if (new Date(facts.notBefore).getTime() > now.getTime()) warnings.push(`auth: the client certificate is not valid before ${facts.notBefore}`);
   return warnings;
 }
