@@ -91,7 +91,7 @@ function showError(error) {
 
 const PAGE_SIZE = 100;
 // Per list, the cursors of the pages opened so far (null: the first page); the last one is shown.
-const cursors = { dead: [null], quarantine: [null], inbox: [null], delivery: [null], subscription: [null] };
+const cursors = { dead: [null], quarantine: [null], inbox: [null], delivery: [null], subscription: [null], catalogue: [null] };
 const firstPage = (...lists) => { for (const list of lists) cursors[list] = [null]; };
 const paged = (list, path) => {
   const cursor = cursors[list].at(-1);
@@ -240,12 +240,47 @@ async function loadSubscriptions() {
     el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : "", s.health?.destinationRefused ? badge("refused", "dead") : ""),
     td(s.health?.consecutiveFailures),
     td(code(s.url)),
-    td((s.eventTypes ?? []).join(", ")),
+    typesOf(s),
     // A URL this platform's policy refuses (ALLOWED_DESTINATIONS) says so beside its health.
     td(s.health?.destinationRefused ?? s.health?.disabledReason, "reason"),
     el("td", {}, ...subscriptionActions(s)),
   ), "No subscriptions.");
   await loadOrderingKeys(rows.filter((s) => s.ordered));
+}
+
+/** Source text (a transformation, a JSON Schema) folded under its name: opened on demand, shown as text. */
+const folded = (summary, text) => el("details", { class: "source" }, el("summary", {}, summary), el("pre", {}, text));
+
+/**
+ * A subscription's event types, and under them its content filter and transformation (issue 30)
+ * as given: which events of those types it gets, and what is sent instead of each. In the types'
+ * cell rather than a column of their own, so a table of subscriptions without them is no wider.
+ */
+function typesOf(s) {
+  const types = (s.eventTypes ?? []).join(", ");
+  if (!s.filter && !s.transformation) return td(types);
+  return el("td", { class: "content" }, types,
+    s.filter ? el("div", { class: "filter" }, "filter ", code(JSON.stringify(s.filter))) : "",
+    s.transformation ? folded("transformation", s.transformation) : "");
+}
+
+/**
+ * The event catalogue (issue 30): the event types of the chosen application (all applications:
+ * the default one's; an application key: its own), with version, validation at enqueue,
+ * deprecation, and the JSON Schema and examples a subscriber reads.
+ */
+async function loadCatalogue() {
+  const rows = await loadPage("catalogue", inApplication("/event-types"), loadCatalogue);
+  fill($("catalogue-rows"), rows, (t) => el("tr", { "data-id": t.name },
+    td(code(t.name)),
+    isOperator() ? td(code(t.applicationId)) : null,
+    td(`v${t.version}`),
+    el("td", {}, badge(t.validation, { off: "off", warn: "pending", enforce: "delivered" }[t.validation]), t.deprecated ? badge("deprecated", "dead") : ""),
+    td(t.description),
+    t.schema || t.examples.length
+      ? el("td", {}, t.schema ? folded("schema", JSON.stringify(t.schema, null, 2)) : "", t.examples.length ? folded(`examples (${t.examples.length})`, t.examples.map((x) => JSON.stringify(x, null, 2)).join("\n\n")) : "")
+      : td(null),
+  ), "No event types in the catalogue.");
 }
 
 /**
@@ -354,7 +389,7 @@ async function loadProblems() {
 
 async function refresh() {
   // The chart and the inbox are operators' (an application key is refused them): not even asked for.
-  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadDeliveries(), loadSubscriptions()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions()];
+  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadDeliveries(), loadSubscriptions(), loadCatalogue()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions(), loadCatalogue()];
   const results = await Promise.allSettled(sections);
   const failed = results.find((r) => r.status === "rejected");
   showError(failed?.reason);
@@ -423,7 +458,7 @@ $("login").addEventListener("submit", async (event) => {
   await signIn();
 });
 $("signout").addEventListener("click", () => signOut());
-$("application").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("dead", "delivery", "subscription"); refresh(); });
+$("application").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("dead", "delivery", "subscription", "catalogue"); refresh(); });
 $("refresh").addEventListener("click", () => refresh());
 $("delivery-status").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("delivery"); loadDeliveries().catch(showError); });
 $("dead-replay-all").addEventListener("click", (e) => bulk("/dead-letters/replay", { filter: isOperator() && $("application").value ? { applicationId: $("application").value } : {} }, "dead letter", e.currentTarget));

@@ -4,30 +4,11 @@
  * and deletes its subscription; every request the page made is a documented operation.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Browser } from "playwright-core";
-import type { Database } from "../../shared/db/port.js";
 import { describeEachBackend } from "../support/databases.js";
-import { chromiumAvailable, launchChromium } from "./chromium.js";
-import { makeDeadLetter, usePlatformAndReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
+import { chromiumAvailable, usePlatformInChromium } from "./chromium.js";
+import { makeDeadLetter, type TestPlatform, type TestReceiver } from "./harness.js";
 
 const suite = chromiumAvailable ? describeEachBackend : (title: string) => describe.skip(title, () => { it("needs Chromium", () => {}); });
-
-/**
- * Each suite's platform and receiver (harness.ts) with a Chromium beside them; the function it
- * returns opens a page that collects the page's script errors (each test expects none).
- */
-function usePlatformInChromium(db: () => Database, use: (platform: TestPlatform, receiver: TestReceiver) => void) {
-  let browser: Browser;
-  usePlatformAndReceiver(db, use);
-  beforeAll(async () => { browser = await launchChromium(); }, 60_000);
-  afterAll(async () => { await browser?.close(); });
-  return async () => {
-    const page = await browser.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
-    return { page, pageErrors };
-  };
-}
 
 suite("admin page in Chromium", (ctx) => {
   let t: TestPlatform;
