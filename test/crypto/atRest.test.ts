@@ -2,7 +2,10 @@
  * Issue 17, Must-show 2: after a run (subscriptions created, edited, rotated; forwarding and alert
  * subscriptions; deliveries made and verified), no raw database row holds a secret in clear: every
  * column of every table is read as text and searched for `whsec_`, each secret, each header value
- * and the encryption key's bytes. Also: plaintext rows from before are sealed by the pass at start;
+ * and the encryption key's bytes. Issue 29, Must-show 4: the same for every endpoint auth kind's
+ * secret part (OAuth 2.0 client secret, mTLS private key, Basic password, before and after a
+ * rotation) and the OAuth 2.0 access token the relays cache, in the rows and the PGlite files; a
+ * password written in clear is sealed by the re-encryption pass. Also: plaintext rows from before are sealed by the pass at start;
  * a value under a key this process lacks waits (pending, uncounted) and is delivered once the key is
  * back; a value copied into another row does not decrypt there. Both backends.
  */
@@ -29,6 +32,11 @@ import { startPlatform, type Platform } from "../../shared/platform.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { describeEachBackend } from "../support/databases.js";
 import { resetOutbound, startReceiver, waitFor, type Receiver } from "../outbound/support/receiver.js";
+import { startOauth2TokenTestPeer, type Oauth2TokenTestPeer } from "../support/oauth2TokenTestPeer.js";
+import { createTestCa } from "../support/opensslCertificates.js";
+
+/** The parts of a PEM private key that would show it in a row or file: each full base64 line of its body. */
+const keyLines = (pem: string) => pem.split("\n").filter((l) => l.length >= 40 && !l.startsWith("-----"));
 
 const TEST_KEYS = process.env.ENCRYPTION_KEYS!;
 const testKeyring = parseEncryptionKeys(TEST_KEYS);
@@ -73,6 +81,7 @@ describeEachBackend("secrets at rest", (ctx) => {
   let platform: Platform | undefined;
   let relay: Relay | undefined;
   let transport: Transport;
+  let peer: Oauth2TokenTestPeer | undefined;
 
   beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
   afterAll(() => transport?.close());
@@ -83,7 +92,10 @@ describeEachBackend("secrets at rest", (ctx) => {
     await platform?.stop();
     platform = undefined;
     await receiver?.close();
+    await peer?.close();
+    peer = undefined;
     await resetOutbound(ctx.db);
+    await ctx.db.query("DELETE FROM outbound_auth_tokens");
   });
 
   it("after a run, no raw row of any table holds a secret, a header value or the key in clear", async () => {
@@ -104,9 +116,22 @@ describeEachBackend("secrets at rest", (ctx) => {
     const c = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["order.*"], signatureScheme: "v1a" });
     const rotated = await rotateSecrets(ctx.db, a.id);
     await updateSubscription(ctx.db, b.id, { headers: { authorization: "Bearer token-d4e5f6" } });
+    // Endpoint authentication of every kind (issue 29): its secret parts, and the OAuth 2.0 token cached for the relays.
+    peer = await startOauth2TokenTestPeer({ clientSecret: "client-secret-a7b8c9d0" });
+    const client = createTestCa().client("relay-client");
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["auth.*"], auth: { kind: "oauth2ClientCredentials", tokenUrl: peer.tokenUrl, clientId: peer.clientId, clientSecret: peer.clientSecret } });
+    await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["auth.*"], auth: { kind: "mtls", certificate: client.cert, privateKey: client.key } });
+    const basic = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["auth.*"], auth: { kind: "basic", username: "relay", password: "first-password-e1f2" } });
+    await updateSubscription(ctx.db, basic.id, { auth: { kind: "basic", username: "relay", password: "rotated-password-g3h4" } });
     for (let i = 0; i < 5; i++) await enqueue(ctx.db, { id: `run-${i}`, type: "order.paid", data: { i } });
+    for (let i = 0; i < 2; i++) await enqueue(ctx.db, { id: `auth-${i}`, type: "auth.checked", data: { i } });
 
     await waitFor("15 deliveries", () => receiver.received.filter((r) => r.webhookId.startsWith("run-")).length === 15);
+    await waitFor("6 deliveries with auth", () => receiver.received.filter((r) => r.webhookId.startsWith("auth-")).length === 6);
+    const accessToken = peer.issued[0]!.token;
+    expect(receiver.received.filter((r) => r.headers.authorization === `Bearer ${accessToken}`)).toHaveLength(2);
+    expect(receiver.received.filter((r) => r.headers.authorization === `Basic ${Buffer.from("relay:rotated-password-g3h4").toString("base64")}`)).toHaveLength(2);
+    await waitFor("the token cached for the relays", async () => (await ctx.db.query("SELECT 1 FROM outbound_auth_tokens WHERE token IS NOT NULL")).rows.length === 1);
     for (const r of receiver.received.filter((x) => x.webhookId.startsWith("run-"))) {
       if (r.webhookId.endsWith(c.id)) {
         expect(verifyWebhook({ name: "c", scheme: "standard-webhooks", secrets: c.publicKeys! }, r.headers as Record<string, string>, Buffer.from(r.body), Math.floor(Date.now() / 1000)).ok).toBe(true);
@@ -124,7 +149,9 @@ describeEachBackend("secrets at rest", (ctx) => {
     expect((await getSubscription(ctx.db, b.id)).headers).toEqual({ authorization: "Bearer token-d4e5f6" });
 
     const secrets = [...a.secrets!, ...rotated.secrets!, ...given, ...c.secrets!, alertSecret, forwardSecret];
-    expectNoPlaintext(await everyRow(ctx.db), needles(secrets, ["api-key-value-a1b2c3", "token-d4e5f6"]));
+    const authSecrets = ["client-secret-a7b8c9d0", "first-password-e1f2", "rotated-password-g3h4", accessToken, ...keyLines(client.key)];
+    expect(keyLines(client.key).length).toBeGreaterThan(0);
+    expectNoPlaintext(await everyRow(ctx.db), needles(secrets, ["api-key-value-a1b2c3", "token-d4e5f6", ...authSecrets]));
     const byKey = await secretsByKey(ctx.db);
     expect(Object.keys(byKey)).toEqual([testKeyring.primary.id]);
   });
@@ -132,20 +159,23 @@ describeEachBackend("secrets at rest", (ctx) => {
   it("plaintext rows written before encryption keep delivering and are sealed by the pass at the relay's start", async () => {
     receiver = await startReceiver();
     const legacy = generateSecret();
+    // Its auth's password in clear too (written by hand, or by code older than the sealing).
     await ctx.db.query(
-      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, headers) VALUES ('sub_legacy', $1, ARRAY['*'], ARRAY[$2], '{"x-legacy":"legacy-value-778899"}'::jsonb)`,
+      `INSERT INTO outbound_subscriptions (id, url, event_types, secrets, headers, auth) VALUES ('sub_legacy', $1, ARRAY['*'], ARRAY[$2], '{"x-legacy":"legacy-value-778899"}'::jsonb,
+        '{"kind":"basic","version":"v0","username":"old","password":"legacy-password-5566"}'::jsonb)`,
       [receiver.url, legacy],
     );
-    expect(await secretsByKey(ctx.db)).toEqual({ plaintext: 2 });
+    expect(await secretsByKey(ctx.db)).toEqual({ plaintext: 3 });
     platform = await startPlatform(loadConfig({ ALLOWED_DESTINATIONS: "127.0.0.1", OUTBOUND_POLL_INTERVAL_MS: "20", LOG_LEVEL: "silent" }), {
       db: ctx.db, handlers: [], logger: createLogger({ level: "silent" }),
     });
     await waitFor("the pass sealed the row", async () => (await secretsByKey(ctx.db)).plaintext === undefined);
-    expectNoPlaintext(await everyRow(ctx.db), needles([legacy], ["legacy-value-778899"]));
+    expectNoPlaintext(await everyRow(ctx.db), needles([legacy], ["legacy-value-778899", "legacy-password-5566"]));
     await enqueue(ctx.db, { id: "after-pass", type: "x.y", data: {} });
     await waitFor("delivered", () => receiver.received.length === 1);
     expect(verifies([legacy], receiver.received[0]!.body, receiver.received[0]!.headers)).toBe(true);
     expect(receiver.received[0]!.headers["x-legacy"]).toBe("legacy-value-778899");
+    expect(receiver.received[0]!.headers.authorization).toBe(`Basic ${Buffer.from("old:legacy-password-5566").toString("base64")}`);
   });
 
   it("a value under a key this process lacks: the delivery waits (pending, uncounted, an error naming the key), then goes once the key is back", async () => {
@@ -201,6 +231,11 @@ it("the embedded database's files on disk hold no secret in clear after a run", 
   await migrate(db);
   const secret = generateSecret();
   await createSubscription(db, { url: "https://receiver.example/hooks", eventTypes: ["*"], secrets: [secret], headers: { "x-api-key": "file-level-key-123456" } });
+  // Every auth kind's secret part (issue 29).
+  const client = createTestCa().client("relay-client");
+  await createSubscription(db, { url: "https://receiver.example/hooks", eventTypes: ["*"], auth: { kind: "oauth2ClientCredentials", tokenUrl: "https://auth.example/token", clientId: "c", clientSecret: "file-client-secret-778" } });
+  await createSubscription(db, { url: "https://receiver.example/hooks", eventTypes: ["*"], auth: { kind: "mtls", certificate: client.cert, privateKey: client.key } });
+  await createSubscription(db, { url: "https://receiver.example/hooks", eventTypes: ["*"], auth: { kind: "basic", username: "u", password: "file-password-990" } });
   await enqueue(db, { id: "e1", type: "x.y", data: {} });
   await db.query("CHECKPOINT");
   await db.close();
@@ -211,7 +246,7 @@ it("the embedded database's files on disk hold no secret in clear after a run", 
       if (entry.isDirectory()) await walk(path);
       else {
         const bytes = await readFile(path);
-        for (const n of ["whsec_", secret.slice(6), "file-level-key-123456", ...rawKeyForms()]) if (bytes.includes(n)) hits.push(`${n} in ${path}`);
+        for (const n of ["whsec_", secret.slice(6), "file-level-key-123456", "file-client-secret-778", "file-password-990", ...keyLines(client.key), ...rawKeyForms()]) if (bytes.includes(n)) hits.push(`${n} in ${path}`);
       }
     }
   };
