@@ -39,8 +39,9 @@ const EDITABLE: Record<string, string> = {
   transformation: "transformation",
   // Replaced whole (secret part included: that is how it is rotated), or removed with null.
   auth: "auth",
+  sendTraceparent: "send_traceparent",
 };
-const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb", filter: "::jsonb", auth: "::jsonb" };
+const CAST: Record<string, string> = { event_types: "::text[]", headers: "::jsonb", filter: "::jsonb", auth: "::jsonb", send_traceparent: "::bool" };
 /** Fields that may be set to null: back to the default (a null filter: every event of its types). */
 const NULLABLE = new Set(["description", "maxAttempts", "rateLimitPerSecond", "attemptTimeoutMs", "filter", "transformation", "auth"]);
 

@@ -56,6 +56,8 @@ export interface Subscription {
   transformation: string | null;
   /** How the relay authenticates to the endpoint (docs/endpointAuth.md), without its secret part; null: no authentication. */
   auth: PublicAuth | null;
+  /** Whether attempts carry the W3C `traceparent` header of a traced event (migration 023). */
+  sendTraceparent: boolean;
   /** Paused by an operator: its deliveries wait (kept) until it is resumed. Independent of `status`. */
   paused: boolean;
   pausedAt: Date | null;
@@ -130,6 +132,8 @@ export const subscriptionInputSchema = z.strictObject({
   transformation: z.optional(z.string().check(z.minLength(1), z.maxLength(MAX_TRANSFORMATION_LENGTH))),
   /** Endpoint authentication: OAuth 2.0 client credentials, a TLS client certificate, or Basic (docs/endpointAuth.md). */
   auth: z.optional(authInputSchema),
+  /** Send the W3C `traceparent` header when the event was traced (docs/operations.md#one-trace-per-webhook). Default: true. */
+  sendTraceparent: z.optional(z.boolean()),
 });
 
 /** Most past events one backfill sends to a new subscription. */
@@ -166,6 +170,8 @@ export interface SubscriptionRow {
   transformation?: string | null;
   /** Migration 021; its secret part sealed (endpointAuth/config.ts). */
   auth?: StoredAuth | null;
+  /** Migration 023. */
+  send_traceparent?: boolean;
   paused_at: Date | null;
   status: SubscriptionStatus;
   consecutive_failures: number;
@@ -201,6 +207,7 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
     filter: row.filter ?? null,
     transformation: row.transformation ?? null,
     auth: publicAuth(row.auth),
+    sendTraceparent: row.send_traceparent ?? true,
     paused: row.paused_at !== null,
     pausedAt: row.paused_at,
     ...flow,
@@ -260,10 +267,10 @@ export async function createSubscription(
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
       `WITH app AS (${liveApp.replace("$APP", "$12")})
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text, $16::jsonb FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth, send_traceparent)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text, $16::jsonb, $17::bool FROM app
        RETURNING *`,
-      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null],
+      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null, valid.sendTraceparent ?? true],
     );
     if (!rows[0]) throw new NotFoundError("application", applicationId);
     return { ...toSubscription(rows[0], true), ...warned };
@@ -280,8 +287,8 @@ export async function createSubscription(
        LIMIT $10 + 1
      ),
      created AS (
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text, $21::jsonb FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth, send_traceparent)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text, $21::jsonb, $22::bool FROM app
        WHERE (SELECT count(*) FROM past) <= $10
        RETURNING *
      ),
@@ -295,7 +302,7 @@ export async function createSubscription(
      SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
             (SELECT count(*) FROM woken) AS woken, (SELECT count(*) FROM app) AS live_app
      FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null],
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null, valid.sendTraceparent ?? true],
   );
   const row = rows[0]!;
   if (Number((row as unknown as { live_app: string }).live_app) === 0) throw new NotFoundError("application", applicationId);

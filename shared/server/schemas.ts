@@ -72,6 +72,8 @@ export const subscriptionSchema = z.strictObject({
   transformation: z.nullable(z.string()),
   /** Endpoint authentication (docs/endpointAuth.md), never with its secret part; null: none. */
   auth: z.nullable(endpointAuthSchema),
+  /** Whether attempts carry the W3C `traceparent` header of a traced event (docs/operations.md#one-trace-per-webhook). */
+  sendTraceparent: z.boolean(),
   paused: z.boolean(),
   pausedAt: nullableTime,
   // Flow control (issue 15, migration 011): present once that migration is applied.

@@ -3,8 +3,8 @@
  * outbound event gives one trace, continued from the sender's `traceparent`, whose spans cover the
  * ingest (server), the inbox entry's processing by the processor (consumer), the handler's enqueue
  * into the outbox (producer) and the relay's HTTP attempt (client); the receiver gets the attempt's
- * `traceparent`, so it can continue the trace; a subscription with `send_traceparent` off gets
- * none. The spans are read back from an OTLP/HTTP receiver (test/support/otlpTestPeer.ts) as the
+ * `traceparent`, so it can continue the trace; a subscription created or edited with
+ * `sendTraceparent: false` gets none. The spans are read back from an OTLP/HTTP receiver (test/support/otlpTestPeer.ts) as the
  * SDK exports them, on both databases.
  *
  * Not covered here: the cloud queues' message attributes (SQS, Service Bus, Pub/Sub) and the
@@ -48,8 +48,12 @@ describeEachBackend("one trace across every hop", (ctx) => {
 
   it("sender → ingest → inbox → processor → handler's enqueue → outbox → relay attempt → receiver, one trace", async () => {
     await t.api("POST", "/subscriptions", { url: `${receiver.url}/traced`, eventTypes: ["order.*"] });
-    const quiet = await t.api("POST", "/subscriptions", { url: `${receiver.url}/quiet`, eventTypes: ["order.*"] });
-    await ctx.db.query("UPDATE outbound_subscriptions SET send_traceparent = false WHERE id = $1", [quiet.id]);
+    const quiet = await t.api("POST", "/subscriptions", { url: `${receiver.url}/quiet`, eventTypes: ["order.*"], sendTraceparent: false });
+    expect(quiet.sendTraceparent).toBe(false);
+    // An edit can turn it back on, and off again; it defaults to on.
+    expect((await t.api("PATCH", `/subscriptions/${quiet.id}`, { sendTraceparent: true })).sendTraceparent).toBe(true);
+    expect((await t.api("PATCH", `/subscriptions/${quiet.id}`, { sendTraceparent: false })).sendTraceparent).toBe(false);
+    expect((await t.api("GET", "/subscriptions")).subscriptions.filter((s: { sendTraceparent: boolean }) => s.sendTraceparent).map((s: { url: string }) => s.url)).toContain(`${receiver.url}/traced`);
 
     // The sender's own trace: our spans continue it.
     const senderTrace = randomBytes(16).toString("hex");
