@@ -11,7 +11,8 @@ import { metrics, trace } from "@opentelemetry/api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_SERVICE_NAME, otlpUrl, resourceAttributesFromEnv, startTelemetry, startTelemetryFromEnv } from "../../shared/telemetry/sdk.js";
 import { telemetrySettings } from "../../shared/telemetry/settings.js";
-import { METRICS, recordDeliveryAttempt, SPANS, withSpan } from "../../shared/telemetry/telemetry.js";
+import { instrumentTransport } from "../../shared/telemetry/instrument.js";
+import { activeTraceparent, METRICS, recordDeliveryAttempt, SPANS, withSpan } from "../../shared/telemetry/telemetry.js";
 import { VERSION } from "../../shared/version.js";
 import { startOtlpTestPeer, type OtlpTestPeer } from "../support/otlpTestPeer.js";
 
@@ -100,6 +101,20 @@ describe("with nothing configured", () => {
     expect(await startTelemetryFromEnv({ OTEL_SERVICE_NAME: "ignored alone" })).toBeUndefined();
     expect(trace.getTracer("x").startSpan("y").isRecording()).toBe(false);
     expect(metrics.getMeterProvider().constructor.name).toBe("NoopMeterProvider");
+  });
+
+  it("the delivery path as it was: the attempt's request reaches the transport as the same object (no copy, no URL parsed), a stored traceparent unchanged; no trace context to store", async () => {
+    const seen: unknown[] = [];
+    const outcome = { result: "delivered" as const, status: 200, latencyMs: 1, errorClass: null, responseExcerpt: null, retryAfterSeconds: null };
+    const transport = instrumentTransport({ deliver: async (r) => { seen.push(r); return outcome; }, close: async () => {} });
+    const traced = { url: "http://127.0.0.1:9/x", webhookId: "e:s", timestamp: 1, body: "{}", secrets: [], headers: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } };
+    const plain = { url: "http://127.0.0.1:9/x", webhookId: "e:s", timestamp: 1, body: "{}", secrets: [] };
+    await transport.deliver(traced);
+    await transport.deliver(plain);
+    expect(seen[0]).toBe(traced);
+    expect(seen[1]).toBe(plain);
+    expect(traced.headers.traceparent).toBe("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    expect(await withSpan(SPANS.outboxEnqueue, {}, async () => activeTraceparent())).toBeNull();
   });
 
   it("no module of shared/ or functions/ imports an SDK package statically; only sdk.ts imports them, dynamically", () => {

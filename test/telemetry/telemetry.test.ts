@@ -11,7 +11,7 @@ import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterPro
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import {
-  INSTRUMENTATION_SCOPE, METRICS, observeQueueDepth, recordAlert, recordDeadLetter, recordDeliveryAttempt, recordInboxProcessed,
+  activeTraceparent, contextOfTraceparent, INSTRUMENTATION_SCOPE, METRICS, observeQueueDepth, recordAlert, recordDeadLetter, recordDeliveryAttempt, recordInboxProcessed,
   recordInboxReceived, recordReplay, safeAttributes, setSpanAttributes, SPANS, withSpan,
 } from "../../shared/telemetry/telemetry.js";
 import { METRIC_UNITS, METRICS as PINNED_METRICS, SPANS as PINNED_SPANS } from "../../shared/telemetry/names.js";
@@ -256,5 +256,40 @@ describe("instrumentTransport", () => {
 
   it("clientAttributes of a URL that does not parse: the method only", () => {
     expect(clientAttributes("not a url")).toEqual({ "http.request.method": "POST" });
+  });
+});
+
+describe("trace context carried in rows and headers", () => {
+  it("withSpan with a W3C parent continues that trace as a child of that span; activeTraceparent gives the span's own", async () => {
+    const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const inside = await withSpan(SPANS.inboxProcess, {}, async () => activeTraceparent(), parent);
+    const [s] = spans.getFinishedSpans();
+    expect(s!.spanContext().traceId).toBe("0af7651916cd43dd8448eb211c80319c");
+    expect(s!.parentSpanContext?.spanId).toBe("b7ad6b7169203331");
+    expect(s!.parentSpanContext?.isRemote).toBe(true);
+    expect(inside).toBe(`00-0af7651916cd43dd8448eb211c80319c-${s!.spanContext().spanId}-01`);
+  });
+
+  it.each([
+    ["malformed", "not-a-traceparent"],
+    ["an unknown version", "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"],
+    ["an all-zero trace id", "00-00000000000000000000000000000000-b7ad6b7169203331-01"],
+    ["an all-zero span id", "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"],
+    ["upper case", "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01"],
+  ])("a parent that is %s is ignored: the span continues the active trace", async (_what, bad) => {
+    expect(contextOfTraceparent(bad)).toBeUndefined();
+    await withSpan(SPANS.relayBatch, {}, () => withSpan(SPANS.deliveryAttempt, {}, async () => undefined, bad));
+    const [child, outer] = spans.getFinishedSpans();
+    expect(child!.parentSpanContext?.spanId).toBe(outer!.spanContext().spanId);
+  });
+
+  it("an unsampled parent stays unsampled (flags 00): the SDK's parent-based sampler records nothing", async () => {
+    const result = await withSpan(SPANS.inboxProcess, {}, async (span) => span.isRecording(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+    expect(result).toBe(false);
+    expect(spans.getFinishedSpans()).toEqual([]);
+  });
+
+  it("activeTraceparent is null outside any span", () => {
+    expect(activeTraceparent()).toBeNull();
   });
 });
