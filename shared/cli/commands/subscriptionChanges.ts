@@ -2,8 +2,9 @@
 import { seg } from "../api.js";
 import { UsageError, intOption, type Command, type Invocation } from "../command.js";
 import { printJson, record } from "../output.js";
+import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
 
-interface Subscription { id: string; url: string; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null }
+interface Subscription { id: string; url: string; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null; auth?: Parameters<typeof describeAuth>[0]; warnings?: string[] }
 
 /** `--header name=value` options as a map; `--header name=` is refused (say --clear-headers). */
 export function headersOf(inv: Invocation): Record<string, string> | undefined {
@@ -24,13 +25,13 @@ export function headersOf(inv: Invocation): Record<string, string> | undefined {
 
 const summary = (sub: Subscription) => ({
   id: sub.id, url: sub.url, "event types": sub.eventTypes.join(", "), paused: sub.paused ? "yes" : "no", health: sub.status,
-  "max attempts": sub.maxAttempts ?? "default", headers: Object.keys(sub.headers ?? {}).join(", ") || "none", description: sub.description,
+  "max attempts": sub.maxAttempts ?? "default", headers: Object.keys(sub.headers ?? {}).join(", ") || "none", auth: describeAuth(sub.auth), description: sub.description,
 });
 
 export const subscriptionsUpdate: Command = {
   name: "subscriptions update",
   summary: "Edit a subscription. Pending deliveries use the new settings from their next attempt.",
-  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers]",
+  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--auth basic|oauth2|mtls|none …]",
   help: `Options (each changes that field only):
   --endpoint <url>          a new URL: its health starts afresh, waiting deliveries are due at once
   --event <type>            the event types (repeatable; replaces them all)
@@ -39,11 +40,15 @@ export const subscriptionsUpdate: Command = {
   --header <name=value>     custom headers sent with every attempt (repeatable; replaces them all)
   --clear-headers           no custom headers
 
+${AUTH_HELP}
+  The whole auth is replaced (that is how its secret part is rotated).
+
 Example:
   webhooks subscriptions update sub_123 --endpoint https://new.example/hooks --header x-api-key=k2`,
   options: {
     endpoint: { type: "string" }, event: { type: "string", multiple: true }, description: { type: "string" },
     "max-attempts": { type: "string" }, header: { type: "string", multiple: true }, "clear-headers": { type: "boolean" },
+    ...AUTH_OPTIONS,
   },
   positionals: [1, 1],
   async run(inv) {
@@ -55,9 +60,11 @@ Example:
     else if (inv.values["max-attempts"] !== undefined) change.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     const headers = headersOf(inv);
     if (headers) change.headers = headers;
-    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers.");
+    const auth = await authOf(inv, true);
+    if (auth !== undefined) change.auth = auth;
+    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers, --auth.");
     const sub = await inv.api().patch<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`, change);
-    inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}`);
+    inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },
 };
 

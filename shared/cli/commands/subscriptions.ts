@@ -6,6 +6,7 @@ import { printJson, record, table } from "../output.js";
 import { itemsOf } from "./lists.js";
 import { signatureSchemeOf } from "./signing.js";
 import { headersOf } from "./subscriptionChanges.js";
+import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
 
 interface Subscription {
   id: string;
@@ -17,6 +18,8 @@ interface Subscription {
   status: "active" | "degraded" | "disabled";
   health?: { consecutiveFailures?: number; disabledReason?: string | null; nextProbeAt?: string | null; lastFailureAt?: string | null };
   createdAt?: string;
+  auth?: Parameters<typeof describeAuth>[0];
+  warnings?: string[];
 }
 
 /** What a person calls the status: an active subscription is healthy. */
@@ -34,6 +37,7 @@ function show(sub: Subscription): Record<string, unknown> {
     "disabled reason": sub.health?.disabledReason,
     "next probe": sub.health?.nextProbeAt,
     "max attempts": sub.maxAttempts ?? "default",
+    auth: describeAuth(sub.auth),
     description: sub.description,
     created: sub.createdAt,
     ...(sub.secrets ? { secrets: sub.secrets.join(" ") } : {}),
@@ -85,7 +89,7 @@ function flowOf(inv: Invocation): Record<string, unknown> {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
@@ -110,6 +114,8 @@ Flow control (docs/outbound.md#flow-control; default: none of it):
   --attempt-timeout-ms <ms>
                          give up on an attempt after ms (100-120000; the relays' cap applies)
 
+${AUTH_HELP.replace("\n  --auth none            (update only) remove it", "")}
+
 Example:
   webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
   options: {
@@ -128,6 +134,7 @@ Example:
     "max-in-flight": { type: "string" },
     "rate-limit-per-second": { type: "string" },
     "attempt-timeout-ms": { type: "string" },
+    ...AUTH_OPTIONS,
   },
   async run(inv) {
     const url = inv.values.endpoint as string | undefined;
@@ -154,11 +161,13 @@ Example:
     const headers = headersOf(inv);
     if (headers) body.headers = headers;
     Object.assign(body, flowOf(inv));
+    const auth = await authOf(inv, false);
+    if (auth) body.auth = auth;
     if (inv.values["backfill-since"] !== undefined) body.backfill = { since: inv.values["backfill-since"], until: inv.values["backfill-until"] };
     else if (inv.values["backfill-until"] !== undefined) throw new UsageError("--backfill-until needs --backfill-since.");
     const sub = await inv.api().post<Subscription & { backfilled?: number }>("/subscriptions", body);
     if (inv.json) inv.io.stdout(printJson(sub));
-    else inv.io.stdout(`Created ${sub.id}${sub.backfilled !== undefined ? ` (${sub.backfilled} past events sent to it)` : ""}. Keep the secret: it is not shown again.\n${record(show(sub))}`);
+    else inv.io.stdout(`Created ${sub.id}${sub.backfilled !== undefined ? ` (${sub.backfilled} past events sent to it)` : ""}. Keep the secret: it is not shown again.\n${record(show(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },
 };
 
