@@ -10,6 +10,7 @@ import { eventsSend } from "./commands/events.js";
 import { eventsGet, eventsList, eventsResend } from "./commands/eventsRead.js";
 import { subscriptionsDelete, subscriptionsPause, subscriptionsResume, subscriptionsTest, subscriptionsUpdate } from "./commands/subscriptionChanges.js";
 import { inboxList, inboxReplay } from "./commands/inbox.js";
+import { forwardingAdd, forwardingGet, forwardingRemove, forwardingUpdate } from "./commands/forwarding.js";
 import { subscriptionsKeys, subscriptionsSkipKey } from "./commands/ordering.js";
 import { subscriptionsPublicKeys, subscriptionsRotateSecret } from "./commands/signing.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
@@ -19,7 +20,7 @@ import { VERSION } from "../version.js";
 import { applicationsCreate, applicationsDelete, applicationsList, audit, keysCreate, keysList, keysRevoke } from "./commands/tenancy.js";
 
 export const COMMANDS: Command[] = [
-  dlqList, dlqReplay, inboxList, inboxReplay, eventsSend, eventsList, eventsGet, eventsResend,
+  dlqList, dlqReplay, inboxList, inboxReplay, forwardingGet, forwardingAdd, forwardingUpdate, forwardingRemove, eventsSend, eventsList, eventsGet, eventsResend,
   subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsUpdate, subscriptionsPause, subscriptionsResume,
   subscriptionsDelete, subscriptionsTest, subscriptionsEnable, subscriptionsKeys, subscriptionsSkipKey,
   subscriptionsRotateSecret, subscriptionsPublicKeys,
