@@ -258,10 +258,23 @@ const folded = (summary, text) => el("details", { class: "source" }, el("summary
  */
 function typesOf(s) {
   const types = (s.eventTypes ?? []).join(", ");
-  if (!s.filter && !s.transformation) return td(types);
+  if (!s.filter && !s.transformation && !s.auth) return td(types);
   return el("td", { class: "content" }, types,
     s.filter ? el("div", { class: "filter" }, "filter ", code(JSON.stringify(s.filter))) : "",
-    s.transformation ? folded("transformation", s.transformation) : "");
+    s.transformation ? folded("transformation", s.transformation) : "",
+    s.auth ? el("div", { class: "auth" }, "auth ", authOf(s.auth)) : "");
+}
+
+/**
+ * How the relay authenticates to the endpoint (issue 29), as the API answers it: never a secret.
+ * A client certificate that has expired or expires within 30 days is flagged.
+ */
+function authOf(auth) {
+  if (auth.kind === "basic") return `basic (user ${auth.username})`;
+  if (auth.kind === "oauth2ClientCredentials") return `OAuth 2.0 client ${auth.clientId} at ${auth.tokenUrl}${auth.scope ? `, scope ${auth.scope}` : ""}`;
+  const c = auth.certificate;
+  return el("span", {}, `mTLS ${c.subject}, until ${c.notAfter} `,
+    c.expired ? badge("expired", "dead") : c.expiresSoon ? badge(`expires in ${c.expiresInDays} d`, "pending") : "");
 }
 
 /**
