@@ -8,7 +8,7 @@ import { listen, StartError } from "./listen.js";
 import { createHttpServer } from "./router.js";
 import { localAdminToken, type LocalAdminToken } from "./localAdminToken.js";
 import { startTelemetryFromEnv } from "../telemetry/sdk.js";
-import { TelemetryConfigError } from "../telemetry/settings.js";
+import { describeTelemetry, TelemetryConfigError } from "../telemetry/settings.js";
 
 /**
  * The banner's token lines. The token is shown in full only when this start generated it; a kept
@@ -63,6 +63,8 @@ async function main(): Promise<void> {
     `  admin page:   ${base}/admin`,
     `  admin token:  ${token.shown}`,
     `  CLI:          WEBHOOKS_URL=${base} ADMIN_TOKEN=${token.cli} npx webhooks --help`,
+    // Only when OTEL_* variables turned it on: a start without them prints what it always did.
+    ...(telemetry ? [`  telemetry:    ${describeTelemetry(telemetry.settings)}`] : []),
   ].join("\n") + "\n");
 
   let stopping = false;

@@ -88,3 +88,10 @@ export function telemetrySettings(env: Env): TelemetrySettings | undefined {
   }
   return { traces, metrics, tracesProtocol: protocol(env, "TRACES"), metricsProtocol: protocol(env, "METRICS"), metricIntervalMs };
 }
+
+/** One line for npm start's banner: where each signal goes. */
+export function describeTelemetry(settings: TelemetrySettings): string {
+  const metrics = settings.metrics.map((m) => (m === "prometheus" ? "prometheus (GET /metrics)" : m === "otlp" ? `otlp (${settings.metricsProtocol})` : m));
+  const traces = settings.traces.map((t) => (t === "otlp" ? `otlp (${settings.tracesProtocol})` : t));
+  return `traces → ${traces.join(", ") || "off"}; metrics → ${metrics.join(", ") || "off"}`;
+}
