@@ -4,7 +4,7 @@
  * ingest (server), the inbox entry's processing by the processor (consumer), the handler's enqueue
  * into the outbox (producer) and the relay's HTTP attempt (client); the receiver gets the attempt's
  * `traceparent`, so it can continue the trace; a subscription created or edited with
- * `sendTraceparent: false` gets none. The spans are read back from an OTLP/HTTP receiver (test/support/otlpTestPeer.ts) as the
+ * `sendTraceparent: false` gets none; a resend of the event is one more attempt of the same trace. The spans are read back from an OTLP/HTTP receiver (test/support/otlpTestPeer.ts) as the
  * SDK exports them, on both databases.
  *
  * Not covered here: the cloud queues' message attributes (SQS, Service Bus, Pub/Sub) and the
@@ -47,7 +47,7 @@ describeEachBackend("one trace across every hop", (ctx) => {
   });
 
   it("sender → ingest → inbox → processor → handler's enqueue → outbox → relay attempt → receiver, one trace", async () => {
-    await t.api("POST", "/subscriptions", { url: `${receiver.url}/traced`, eventTypes: ["order.*"] });
+    const tracedSub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/traced`, eventTypes: ["order.*"] });
     const quiet = await t.api("POST", "/subscriptions", { url: `${receiver.url}/quiet`, eventTypes: ["order.*"], sendTraceparent: false });
     expect(quiet.sendTraceparent).toBe(false);
     // An edit can turn it back on, and off again; it defaults to on.
@@ -98,5 +98,16 @@ describeEachBackend("one trace across every hop", (ctx) => {
     expect(attempt.attributes).toMatchObject({ "webhooks.outcome": "success", "server.address": "127.0.0.1", "url.scheme": "http" });
     // The quiet subscription's attempt is not in the sender's trace: it had no trace context to continue.
     expect(inTrace.filter((s) => s.name === SPANS.deliveryAttempt)).toHaveLength(1);
+
+    // A resend, days later for all it knows, is one more attempt of the same trace, under the same enqueue.
+    const eventId = String(traced.headers["webhook-id"]).slice(0, -`:${tracedSub.id}`.length);
+    await t.api("POST", `/events/${encodeURIComponent(eventId)}/resend`, { subscriptionId: tracedSub.id });
+    const again = await eventually("the resent delivery", async () => receiver.received.filter((r) => r.path === "/traced")[1]);
+    const againSpan = String(again.headers.traceparent).split("-")[2];
+    expect(again.headers.traceparent).toMatch(new RegExp(`^00-${senderTrace}-[0-9a-f]{16}-01$`));
+    expect(againSpan).not.toBe(attempt.spanId);
+    await telemetry.flush();
+    const resent = await eventually("the resend's attempt span", async () => peer.spans.find((s) => s.spanId === againSpan));
+    expect(resent).toMatchObject({ name: SPANS.deliveryAttempt, traceId: senderTrace, parentSpanId: enqueued.spanId });
   }, 60_000);
 });
