@@ -31,7 +31,7 @@ const summary = (sub: Subscription) => ({
 export const subscriptionsUpdate: Command = {
   name: "subscriptions update",
   summary: "Edit a subscription. Pending deliveries use the new settings from their next attempt.",
-  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--auth basic|oauth2|mtls|none …]",
+  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--traceparent on|off] [--auth basic|oauth2|mtls|none …]",
   help: `Options (each changes that field only):
   --endpoint <url>          a new URL: its health starts afresh, waiting deliveries are due at once
   --event <type>            the event types (repeatable; replaces them all)
@@ -39,6 +39,7 @@ export const subscriptionsUpdate: Command = {
   --max-attempts <n>        1-100, or "default" for the relay's policy
   --header <name=value>     custom headers sent with every attempt (repeatable; replaces them all)
   --clear-headers           no custom headers
+  --traceparent on|off      send it the W3C traceparent header of traced events, or not
 
 ${AUTH_HELP}
   The whole auth is replaced (that is how its secret part is rotated).
@@ -48,6 +49,7 @@ Example:
   options: {
     endpoint: { type: "string" }, event: { type: "string", multiple: true }, description: { type: "string" },
     "max-attempts": { type: "string" }, header: { type: "string", multiple: true }, "clear-headers": { type: "boolean" },
+    traceparent: { type: "string" },
     ...AUTH_OPTIONS,
   },
   positionals: [1, 1],
@@ -60,9 +62,14 @@ Example:
     else if (inv.values["max-attempts"] !== undefined) change.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     const headers = headersOf(inv);
     if (headers) change.headers = headers;
+    const traceparent = inv.values.traceparent as string | undefined;
+    if (traceparent !== undefined) {
+      if (traceparent !== "on" && traceparent !== "off") throw new UsageError(`--traceparent takes on or off; got ${JSON.stringify(traceparent)}.`);
+      change.sendTraceparent = traceparent === "on";
+    }
     const auth = await authOf(inv, true);
     if (auth !== undefined) change.auth = auth;
-    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers, --auth.");
+    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers, --traceparent, --auth.");
     const sub = await inv.api().patch<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`, change);
     inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },

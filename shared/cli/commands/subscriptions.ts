@@ -89,7 +89,7 @@ function flowOf(inv: Invocation): Record<string, unknown> {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …] [--no-traceparent]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
@@ -105,6 +105,8 @@ export const subscriptionsCreate: Command = {
   --backfill-until <t>   …and before t
   --application <id>     the application it belongs to (default: the default one; an
                          application key's own)
+  --no-traceparent       send it no W3C traceparent header, even for traced events
+                         (docs/operations.md#one-trace-per-webhook)
 
 Flow control (docs/outbound.md#flow-control; default: none of it):
   --ordered              deliver the events of one orderingKey one at a time, in order
@@ -134,6 +136,7 @@ Example:
     "max-in-flight": { type: "string" },
     "rate-limit-per-second": { type: "string" },
     "attempt-timeout-ms": { type: "string" },
+    "no-traceparent": { type: "boolean" },
     ...AUTH_OPTIONS,
   },
   async run(inv) {
@@ -158,6 +161,7 @@ Example:
     if (scheme) body.signatureScheme = scheme;
     if (inv.values["max-attempts"] !== undefined) body.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     if (inv.values.description !== undefined) body.description = inv.values.description;
+    if (inv.values["no-traceparent"] === true) body.sendTraceparent = false;
     const headers = headersOf(inv);
     if (headers) body.headers = headers;
     Object.assign(body, flowOf(inv));
