@@ -25,6 +25,7 @@ import type { Database, Queryable } from "./db/port.js";
 import { createSubscription } from "./outbound/index.js";
 import { raisePlatformEvent } from "./platformEvents.js";
 import { scanHealthTransitions } from "./operationalEvents.js";
+import { scanAuthFailures } from "./authEvents.js";
 import { PLATFORM_APPLICATION_ID } from "./tenancy/defaults.js";
 import { openSecrets, sealSecrets } from "./crypto/subscriptionSecrets.js";
 import type { BackgroundWorker, PlatformContext } from "./context.js";
@@ -32,8 +33,8 @@ import { recordAlert, recordDeadLetter, SPANS, withSpan } from "./telemetry/tele
 
 export const ALERT_TYPES = { deadLetter: "alert.dead_letter", inboxQuarantined: "alert.inbox_quarantined" } as const;
 
-/** What the operator's alert subscription receives: alerts and operational events (shared/operationalEvents.ts). */
-export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*"];
+/** What the operator's alert subscription receives: alerts and operational events (shared/operationalEvents.ts, shared/authEvents.ts). */
+export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*", "auth.*"];
 
 /** Marks the system subscription that carries alerts to ALERT_WEBHOOK_URL. */
 export const ALERT_SUBSCRIPTION_DESCRIPTION = "system: alerts to ALERT_WEBHOOK_URL";
@@ -200,6 +201,8 @@ export async function scanForAlerts(db: Database, options: ScanOptions = {}): Pr
     }
     // Endpoint health changes (operational events), by the same poller on every host.
     await scanHealthTransitions(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
+    // Endpoint credentials failing (auth.failing, shared/authEvents.ts).
+    await scanAuthFailures(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
     span.setAttribute("webhooks.alerts.raised", raised.length);
     return raised;
   });

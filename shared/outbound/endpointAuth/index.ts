@@ -20,12 +20,16 @@ import type { Logger } from "pino";
 import type { Queryable } from "../../db/port.js";
 import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
 import type { DeliveryOutcome, DeliveryRequest, Transport } from "../transport.js";
-import { openAuth, type StoredAuth } from "./config.js";
+import { CERTIFICATE_WARNING_DAYS, openAuth, type StoredAuth } from "./config.js";
 import { isRetryableTokenFailure, type Oauth2Config } from "./oauth2.js";
 import { createTokenCache, type TokenCache } from "./tokenCache.js";
 
 /** How long a relay uses a subscription's auth configuration before reading it again. */
 export const CONFIG_TTL_MS = 5_000;
+/** A relay notes a subscription's auth failure (for `auth.failing`, shared/authEvents.ts) at most this often per cause. */
+const NOTE_EVERY_MS = 60_000;
+/** …and a certificate about to expire this often. */
+const NOTE_EXPIRING_EVERY_MS = 3_600_000;
 
 export interface EndpointAuth {
   /** Sends `req` for `subscriptionId` with its authentication (or none). Never throws for the endpoint's or the token endpoint's failures. */
@@ -44,6 +48,19 @@ export function createEndpointAuth(options: EndpointAuthOptions): EndpointAuth {
   const { db, transport } = options;
   const tokens = options.tokens ?? createTokenCache({ db, transport, logger: options.logger });
   const configs = new Map<string, { auth: StoredAuth | null; readAt: number }>();
+  /** subscription + cause → when this relay last noted it. */
+  const noted = new Map<string, number>();
+  /** Notes a cause for `auth.failing` (never fails the attempt: a lost note only loses an alert). */
+  const note = (id: string, errorClass: string, detail: string) => {
+    const key = `${id} ${errorClass}`;
+    const now = performance.now();
+    const last = noted.get(key);
+    if (last !== undefined && now - last < (errorClass === "client_certificate_expiring" ? NOTE_EXPIRING_EVERY_MS : NOTE_EVERY_MS)) return;
+    if (noted.size > 10_000) noted.clear();
+    noted.set(key, now);
+    db.query("INSERT INTO outbound_auth_failures (subscription_id, error_class, detail) VALUES ($1, $2, $3)", [id, errorClass, detail.slice(0, 500)])
+      .catch((error) => options.logger?.warn({ err: error, subscriptionId: id }, "could not note an endpoint auth failure (auth.failing)"));
+  };
 
   const read = async (id: string): Promise<StoredAuth | null> => {
     let auth: StoredAuth | null;
@@ -80,13 +97,20 @@ export function createEndpointAuth(options: EndpointAuthOptions): EndpointAuth {
       case "basic":
         return transport.deliver({ ...req, headers: { ...req.headers, authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}` } });
       case "mtls":
-        if (Date.parse(auth.notAfter) <= Date.now()) {
-          return failed("permanent", "client_certificate_expired", `the subscription's client certificate (${auth.subject}) expired on ${auth.notAfter}; set a new one (PATCH auth), then replay the dead letters`);
+        const left = Date.parse(auth.notAfter) - Date.now();
+        if (left <= 0) {
+          const detail = `the subscription's client certificate (${auth.subject}) expired on ${auth.notAfter}; set a new one (PATCH auth), then replay the dead letters`;
+          note(id, "client_certificate_expired", detail);
+          return failed("permanent", "client_certificate_expired", detail);
         }
+        if (left < CERTIFICATE_WARNING_DAYS * 86_400_000) note(id, "client_certificate_expiring", `the client certificate (${auth.subject}) expires on ${auth.notAfter}`);
         return transport.deliver({ ...req, clientCertificate: { id: `${id}:${auth.version}`, cert: auth.certificate, key: auth.privateKey, ca: auth.ca } });
       case "oauth2ClientCredentials": {
         const token = await tokens.get(id, auth as Oauth2Config);
-        if (!token.ok) return failed(isRetryableTokenFailure(token.errorClass) ? "retryable" : "permanent", token.errorClass, token.detail);
+        if (!token.ok) {
+          note(id, token.errorClass, token.detail);
+          return failed(isRetryableTokenFailure(token.errorClass) ? "retryable" : "permanent", token.errorClass, token.detail);
+        }
         const outcome = await transport.deliver({ ...req, headers: { ...req.headers, authorization: `Bearer ${token.token}` } });
         return { ...outcome, generation: token.generation };
       }

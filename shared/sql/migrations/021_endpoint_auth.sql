@@ -28,3 +28,19 @@ CREATE TABLE outbound_auth_tokens (
   failure          text,
   updated_at       timestamptz NOT NULL DEFAULT now()
 );
+
+-- `auth.failing` operational events (shared/authEvents.ts): a relay notes here when a
+-- subscription's credentials fail (token endpoint down or refusing, client certificate expired)
+-- or are about to (a client certificate within 30 days of expiry); the alert poller turns each
+-- row into an event, debounced per subscription and cause, as for outbound_health_transitions.
+CREATE TABLE outbound_auth_failures (
+  id               bigserial PRIMARY KEY,
+  subscription_id  text NOT NULL,
+  error_class      text NOT NULL,
+  detail           text,
+  at               timestamptz NOT NULL DEFAULT now(),
+  handled_at       timestamptz,
+  event_id         text
+);
+CREATE INDEX outbound_auth_failures_unhandled ON outbound_auth_failures (id) WHERE handled_at IS NULL;
+CREATE INDEX outbound_auth_failures_raised ON outbound_auth_failures (subscription_id, error_class, at) WHERE event_id IS NOT NULL;
