@@ -278,6 +278,26 @@ function authOf(auth) {
 }
 
 /**
+ * Inbound forwarding (issue 30): each forwarding partner's destinations, with the filter that
+ * chooses their events and the transformation applied; a partner without any says so (its events
+ * are stored and processed, not forwarded). Its subscription is listed with the others.
+ */
+async function loadForwarding() {
+  const { partners } = await api("GET", "/inbound/forwarding");
+  const rows = partners.flatMap((f) => (f.destinations.length ? f.destinations.map((d) => ({ f, d })) : [{ f, d: null }]));
+  fill($("forwarding-rows"), rows, ({ f, d }) => el("tr", { "data-id": `${f.partner} ${d?.name ?? ""}` },
+    td(f.partner),
+    d ? td(code(d.name)) : td("no destinations: stored, not forwarded", "none"),
+    td(d ? code(d.url) : null),
+    d && (d.filter || d.transformation)
+      ? el("td", { class: "content" }, d.filter ? el("div", { class: "filter" }, "filter ", code(JSON.stringify(d.filter))) : "", d.transformation ? folded("transformation", d.transformation) : "")
+      : td(d ? "every event" : null),
+    d ? el("td", {}, badge(healthOf(d.status)), d.paused ? badge("paused") : "", d.source === "config" ? badge("PARTNERS", "off") : "") : td(null),
+    td(d ? code(d.subscriptionId) : null),
+  ), "No partner forwards (set \"forward\" in PARTNERS).");
+}
+
+/**
  * The event catalogue (issue 30): the event types of the chosen application (all applications:
  * the default one's; an application key: its own), with version, validation at enqueue,
  * deprecation, and the JSON Schema and examples a subscriber reads.
@@ -402,7 +422,7 @@ async function loadProblems() {
 
 async function refresh() {
   // The chart and the inbox are operators' (an application key is refused them): not even asked for.
-  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadDeliveries(), loadSubscriptions(), loadCatalogue()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions(), loadCatalogue()];
+  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadForwarding(), loadDeliveries(), loadSubscriptions(), loadCatalogue()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions(), loadCatalogue()];
   const results = await Promise.allSettled(sections);
   const failed = results.find((r) => r.status === "rejected");
   showError(failed?.reason);

@@ -142,6 +142,12 @@ export async function getForwarding(q: Queryable, partners: ReadonlyMap<string, 
   return { partner: partner.name, enabled: Boolean(partner.forward), destinations };
 }
 
+/** Every partner that forwards (PARTNERS `forward`), by name, each with its destinations: the admin page's list. */
+export async function listForwarding(q: Queryable, partners: ReadonlyMap<string, PartnerConfig>): Promise<Forwarding[]> {
+  const forwarding = [...partners.values()].filter((p) => p.forward).sort((a, b) => (a.name < b.name ? -1 : 1));
+  return Promise.all(forwarding.map((p) => getForwarding(q, partners, p.name)));
+}
+
 /**
  * Adds a destination: its subscription (a secret generated when none is given, returned in this
  * answer only) and its name, in one transaction. Events stored from its commit on are forwarded to

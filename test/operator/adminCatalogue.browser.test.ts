@@ -2,12 +2,15 @@
  * Issue 30 must-show 5: the admin page lists the event catalogue (name, version, validation,
  * deprecation, description, the JSON Schema and examples folded under their names) and shows a
  * subscription's filter and transformation, in Chromium. An operator sees the chosen application's
- * catalogue; an application key sees its own application's and no other's.
+ * catalogue; an application key sees its own application's and no other's. And the forwarding
+ * partners' destinations (issue 30 item 4), with their filters and transformations.
  */
-import { describe, expect, it } from "vitest";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateSecret } from "../../shared/outbound/signature.js";
 import { describeEachBackend } from "../support/databases.js";
-import { chromiumAvailable, usePlatformInChromium } from "./chromium.js";
-import type { TestPlatform, TestReceiver } from "./harness.js";
+import { chromiumAvailable, launchChromium, usePlatformInChromium } from "./chromium.js";
+import { startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "./harness.js";
 
 const suite = chromiumAvailable ? describeEachBackend : (title: string) => describe.skip(title, () => { it("needs Chromium", () => {}); });
 
@@ -81,6 +84,51 @@ suite("admin page in Chromium: the event catalogue, a subscription's filter and 
     // No application column for a key confined to one, and the default application's types absent.
     expect(await page.locator("#catalogue thead th", { hasText: "Application" }).isVisible()).toBe(false);
     expect(await page.locator(`#catalogue-rows tr[data-id^="cat."]`).count()).toBe(0);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  }, 60_000);
+});
+
+suite("admin page in Chromium: inbound forwarding destinations", (ctx) => {
+  let t: TestPlatform;
+  let receiver: TestReceiver;
+  let browser: Browser;
+  const secret = generateSecret();
+  beforeAll(async () => {
+    receiver = await startTestReceiver();
+    t = await startTestPlatform(ctx.db, { PARTNERS: JSON.stringify({
+      shop: { scheme: "standard-webhooks", secrets: [secret], forward: true },
+      legacy: { scheme: "standard-webhooks", secrets: [secret], forward: { url: `${receiver.url}/legacy`, secrets: [generateSecret()] } },
+      idle: { scheme: "standard-webhooks", secrets: [secret], forward: true },
+      quiet: { scheme: "standard-webhooks", secrets: [secret] },
+    }) });
+    browser = await launchChromium();
+  }, 180_000);
+  afterAll(async () => { await browser?.close(); await t?.stop(); await receiver?.close(); });
+
+  it("lists each forwarding partner's destinations with filter, transformation and source; a partner without any says so", async () => {
+    const filter = { "data.data.currency": "EUR" };
+    const eur = await t.api("POST", "/inbound/partners/shop/forwarding/destinations", { name: "eur", url: `${receiver.url}/eur`, filter, transformation: "(e) => ({ body: e.data })" });
+    await t.api("POST", "/inbound/partners/shop/forwarding/destinations", { name: "all", url: `${receiver.url}/all` });
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    await page.goto(`${t.baseUrl}/admin`);
+    await page.fill("#token", t.token);
+    await page.click("#login button[type=submit]");
+
+    const row = page.locator('#forwarding-rows tr[data-id="shop eur"]');
+    await row.waitFor({ timeout: 15_000 });
+    expect(JSON.parse((await row.locator(".filter code").textContent())!)).toEqual(filter);
+    await row.locator("summary", { hasText: "transformation" }).click();
+    expect(await row.locator("pre").textContent()).toBe("(e) => ({ body: e.data })");
+    expect(await row.textContent()).toContain(eur.subscriptionId);
+    expect(await page.locator('#forwarding-rows tr[data-id="shop all"]').textContent()).toContain("every event");
+    // The PARTNERS forward.url is the default destination, marked as the configuration's.
+    expect(await page.locator('#forwarding-rows tr[data-id="legacy default"] .badge').allTextContents()).toEqual(["healthy", "PARTNERS"]);
+    expect(await page.locator('#forwarding-rows tr[data-id="idle "]').textContent()).toContain("no destinations: stored, not forwarded");
+    // A partner that does not forward is not listed.
+    expect(await page.locator('#forwarding-rows tr[data-id^="quiet"]').count()).toBe(0);
     expect(pageErrors).toEqual([]);
     await page.close();
   }, 60_000);

@@ -283,6 +283,8 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/fwd/forwarding/destinations", body: { name: "bad", url: `${receiver.url}/x`, filter: { "data.a": { $gtt: 1 } } }, status: 400 },
       { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/shop/forwarding/destinations", body: { name: "x", url: `${receiver.url}/x` }, status: 409 },
       { operationId: "getForwarding", method: "GET", path: "/inbound/partners/fwd/forwarding", status: 200 },
+      { operationId: "listForwarding", method: "GET", path: "/inbound/forwarding", status: 200 },
+      { operationId: "listForwarding", method: "GET", path: "/inbound/forwarding", token: appKey.key, status: 403 },
       { operationId: "getForwarding", method: "GET", path: "/inbound/partners/nobody/forwarding", status: 404 },
       { operationId: "updateForwardDestination", method: "PATCH", path: "/inbound/partners/fwd/forwarding/destinations/eur", body: { transformation: "(e) => ({ body: e })" }, status: 200 },
       { operationId: "updateForwardDestination", method: "PATCH", path: "/inbound/partners/fwd/forwarding/destinations/eur", body: {}, status: 400 },

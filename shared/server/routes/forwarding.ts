@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import type { PlatformContext } from "../../context.js";
 import {
-  addForwardDestination, ForwardDestinationConflictError, forwardDestinationChangeSchema, ForwardingDisabledError, getForwarding,
+  addForwardDestination, ForwardDestinationConflictError, forwardDestinationChangeSchema, ForwardingDisabledError, getForwarding, listForwarding,
   newForwardDestinationSchema, removeForwardDestination, updateForwardDestination,
 } from "../../inbound/forwardDestinations.js";
 import { loadPartners, type PartnerConfig } from "../../inbound/verify/index.js";
@@ -58,6 +58,11 @@ export function forwardingRoutes(ctx: PlatformContext): Route[] {
   const name = (req: Request) => req.params.name!;
   const conflict = { 409: { description: "The partner does not forward (`forward_disabled`: set `forward` in PARTNERS), the name is taken, or `default` is changed here instead of in PARTNERS." } };
   return [
+    route("GET", "/inbound/forwarding", {
+      operationId: "listForwarding", access: { action: "read", audience: "operator" }, tag: TAG, summary: "List the forwarding partners and their destinations",
+      description: "Every partner whose PARTNERS entry has `forward`, by name, each as `GET /inbound/partners/:partner/forwarding` answers it.",
+      responses: { 200: { description: "The forwarding partners.", schema: z.strictObject({ partners: z.array(forwardingSchema) }) } },
+    }, async () => ({ status: 200, body: { partners: await listForwarding(db, known()) } })),
     route("GET", "/inbound/partners/:partner/forwarding", {
       operationId: "getForwarding", access: { action: "read", audience: "operator" }, tag: TAG, summary: "Get a partner's forwarding and its destinations",
       description: "Whether the partner forwards, and each destination by name with its URL, filter, transformation and health. Which destinations took one event, and which skipped it: `forwarding` of `GET /inbox/:id`.",
