@@ -20,6 +20,7 @@ import { createHttpServer } from "../../shared/server/router.js";
 import { createLogger } from "../../shared/telemetry/log.js";
 import { describeEachBackend } from "../support/databases.js";
 import { resetOutbound, startReceiver, waitFor, type Receiver } from "../outbound/support/receiver.js";
+import { startOauth2TokenTestPeer } from "../support/oauth2TokenTestPeer.js";
 
 const OLD = `old:${Buffer.alloc(32, 11).toString("base64")}`;
 const NEW = `new:${Buffer.alloc(32, 22).toString("base64")}`;
@@ -83,6 +84,40 @@ describeEachBackend("encryption key rotation", (ctx) => {
     const { rows: failed } = await ctx.db.query<{ error_class: string | null }>("SELECT DISTINCT error_class FROM outbound_attempts WHERE result <> 'delivered'");
     expect(failed.map((f) => f.error_class)).not.toContain("invalid_request");
   }, 120_000);
+
+  it("endpoint auth's secret parts are rewritten by the pass too, and the cached OAuth 2.0 token under the old key is dropped and fetched again (issue 29)", async () => {
+    const peer = await startOauth2TokenTestPeer();
+    try {
+      receiver = await startReceiver((r) => ({ status: r.headers.authorization === `Basic ${Buffer.from("relay:pw-rot").toString("base64")}` || peer.accepts(r.headers.authorization) ? 200 : 401 }));
+      useKeyring(parseEncryptionKeys(OLD));
+      const basic = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"], auth: { kind: "basic", username: "relay", password: "pw-rot" } });
+      const oauth = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"], auth: { kind: "oauth2ClientCredentials", tokenUrl: peer.tokenUrl, clientId: peer.clientId, clientSecret: peer.clientSecret } });
+      const relay = createRelay({ db: ctx.db, transport });
+      relays = [relay];
+      await enqueue(ctx.db, { id: "auth-before", type: "x.y", data: {} });
+      expect(await relay.runOnce()).toBe(2);
+      // Signing secrets (2), the password, the client secret and the cached token.
+      expect(await secretsByKey(ctx.db)).toEqual({ old: 5 });
+
+      useKeyring(parseEncryptionKeys(`${NEW},${OLD}`));
+      expect(await reencryptSecrets(ctx.db)).toMatchObject({ rewritten: 2, unreadable: [] });
+      expect(await secretsByKey(ctx.db)).toEqual({ new: 4 }); // the token dropped, not rewritten
+      useKeyring(parseEncryptionKeys(NEW));
+      await enqueue(ctx.db, { id: "auth-after", type: "x.y", data: {} });
+      // A new relay (this one holds the old token in memory, as a running process would until its refresh).
+      const fresh = createRelay({ db: ctx.db, transport });
+      relays.push(fresh);
+      expect(await fresh.runOnce()).toBe(2);
+      for (const sub of [basic, oauth]) {
+        expect((await ctx.db.query("SELECT status FROM outbound_deliveries WHERE id = $1", [`auth-after:${sub.id}`])).rows).toEqual([{ status: "delivered" }]);
+      }
+      expect(peer.issued).toHaveLength(2);
+      expect(await secretsByKey(ctx.db)).toEqual({ new: 5 });
+    } finally {
+      await peer.close();
+      await ctx.db.query("DELETE FROM outbound_auth_tokens");
+    }
+  });
 });
 
 describeEachBackend("encryption key status and pass over the API", (ctx) => {
