@@ -13,6 +13,10 @@ import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { DEFAULT_DESTINATION, ensureForwardSubscriptions, forwardSubscriptionId } from "../../shared/inbound/forward.js";
 import { addForwardDestination, ForwardDestinationConflictError, ForwardingDisabledError, getForwarding, removeForwardDestination, updateForwardDestination } from "../../shared/inbound/forwardDestinations.js";
 import { getInboxEntry } from "../../shared/inbound/inbox.js";
+import { inlineMessage } from "../../shared/cloud/inboundMessage.js";
+import { processInbound } from "../../shared/cloud/processInbound.js";
+import { createDispatchHandler } from "../../shared/inbound/dispatch.js";
+import { InboxProcessor } from "../../shared/inbound/processor.js";
 import { ingest, type IngestDeps } from "../../shared/inbound/ingest.js";
 import { parsePartners } from "../../shared/inbound/verify/index.js";
 import { getDeadLetter, getDelivery, listAttempts, NotFoundError, OutboundValidationError } from "../../shared/outbound/index.js";
@@ -176,6 +180,23 @@ describeEachBackend("forwarding to several destinations by content", (ctx) => {
     // forward: true (the API's destinations only) removes the default destination at the next start.
     await ensureForwardSubscriptions(ctx.db, parsePartners(JSON.stringify({ legacy: { scheme: "standard-webhooks", secrets: [SECRET], forward: true } })));
     expect((await getForwarding(ctx.db, partners, "legacy")).destinations.map((x) => x.name)).toEqual(["audit"]);
+  });
+
+  it("the cloud processors' path (processInbound) fans out the same way, once for a redelivered message", async () => {
+    const eur = await addForwardDestination(ctx.db, partners, "shop", { name: "eur", url: `${receiver.url}/eur`, filter: { "data.data.currency": "EUR" } });
+    const usd = await addForwardDestination(ctx.db, partners, "shop", { name: "usd", url: `${receiver.url}/usd`, filter: { "data.data.currency": "USD" } });
+    const processor = new InboxProcessor({ db: ctx.db, handler: createDispatchHandler([]) });
+    const body = Buffer.from(JSON.stringify({ type: "order.paid", data: { order: "c1", amount: 10, currency: "EUR" } }));
+    const outgoing = inlineMessage({ partner: "shop", eventId: `cloud-${ctx.backend}`, eventType: "order.paid", receivedAt: new Date() }, body);
+    const message = { id: "m-1", body: outgoing.body, attributes: outgoing.attributes ?? {} };
+    for (let i = 0; i < 3; i++) expect(["ack", "fail"]).toContain((await processInbound({ db: ctx.db, processor, partners: async () => partners }, message)).action);
+    const { rows } = await ctx.db.query<{ id: string; forwarding: unknown }>("SELECT id, forwarding FROM inbox_entries WHERE partner_event_id = $1", [`cloud-${ctx.backend}`]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.forwarding).toEqual([
+      { destination: "eur", subscriptionId: eur.subscriptionId, outcome: "enqueued", deliveryId: `fwd_${rows[0]!.id}:${eur.subscriptionId}` },
+      { destination: "usd", subscriptionId: usd.subscriptionId, outcome: "skipped", reason: "the destination's filter does not match this event" },
+    ]);
+    expect((await ctx.db.query("SELECT subscription_id FROM outbound_deliveries WHERE event_id = $1", [`fwd_${rows[0]!.id}`])).rows).toEqual([{ subscription_id: eur.subscriptionId }]);
   });
 
   it("refuses precisely: unknown partner, a partner that does not forward, a bad name, filter or transformation, a taken name", async () => {
