@@ -165,8 +165,14 @@ export async function addForwardDestination(
   if (!partner.forward) throw new ForwardingDisabledError(partner.name);
   const { name, ...settings } = valid;
   return db.transaction(async (tx) => {
-    // Locks the name: a concurrent add of the same name waits here, then finds it taken.
-    const { rows: taken } = await tx.query("SELECT 1 FROM inbound_forward_destinations WHERE partner = $1 AND name = $2 FOR UPDATE", [partner.name, name]);
+    // Locks the name: a concurrent add of the same name waits here, then finds it taken. A name
+    // whose subscription was deleted (DELETE /subscriptions/:id) is free again: the insert below
+    // points it at the new one.
+    const { rows: taken } = await tx.query(
+      `SELECT 1 FROM inbound_forward_destinations d JOIN outbound_subscriptions s ON s.id = d.subscription_id AND s.deleted_at IS NULL
+       WHERE d.partner = $1 AND d.name = $2 FOR UPDATE OF d`,
+      [partner.name, name],
+    );
     if (taken.length > 0) throw new ForwardDestinationConflictError(`Partner ${JSON.stringify(partner.name)} already has a destination ${JSON.stringify(name)}; change it (PATCH) or choose another name.`);
     const sub = await createSubscription(tx, {
       ...settings,

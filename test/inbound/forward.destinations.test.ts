@@ -19,7 +19,7 @@ import { createDispatchHandler } from "../../shared/inbound/dispatch.js";
 import { InboxProcessor } from "../../shared/inbound/processor.js";
 import { ingest, type IngestDeps } from "../../shared/inbound/ingest.js";
 import { parsePartners } from "../../shared/inbound/verify/index.js";
-import { getDeadLetter, getDelivery, listAttempts, NotFoundError, OutboundValidationError } from "../../shared/outbound/index.js";
+import { deleteSubscription, getDeadLetter, getDelivery, listAttempts, NotFoundError, OutboundValidationError } from "../../shared/outbound/index.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
@@ -223,5 +223,12 @@ describeEachBackend("forwarding to several destinations by content", (ctx) => {
     await expect(updateForwardDestination(ctx.db, partners, "shop", "b", { url: receiver.url })).rejects.toThrow(NotFoundError);
     await expect(updateForwardDestination(ctx.db, partners, "shop", "a", {})).rejects.toThrow(/send at least one field/);
     expect((await getForwarding(ctx.db, partners, "shop")).destinations.map((x) => x.name)).toEqual(["a"]);
+    // A destination whose subscription was deleted directly (DELETE /subscriptions/:id) is gone, and its name free.
+    const a = (await getForwarding(ctx.db, partners, "shop")).destinations[0]!;
+    await deleteSubscription(ctx.db, a.subscriptionId);
+    expect((await getForwarding(ctx.db, partners, "shop")).destinations).toEqual([]);
+    const again = await addForwardDestination(ctx.db, partners, "shop", { name: "a", url: receiver.url });
+    expect(again.subscriptionId).not.toBe(a.subscriptionId);
+    expect((await getForwarding(ctx.db, partners, "shop")).destinations.map((x) => x.subscriptionId)).toEqual([again.subscriptionId]);
   });
 });
