@@ -217,6 +217,9 @@ function inboundHandlers(spec: string): Plugin {
   };
 }
 
+const QUICKJS_LOADER = /node_modules[\\/]@jitl[\\/]quickjs-wasmfile-release-sync[\\/]dist[\\/]emscripten-module\.mjs$/;
+const QUICKJS_WASM = join(root, "node_modules/@jitl/quickjs-wasmfile-release-sync/dist/emscripten-module.wasm");
+
 const BANNER = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 const DIRNAME_BANNER = " import { fileURLToPath as __fu } from 'node:url'; import { dirname as __dn } from 'node:path'; const __filename = __fu(import.meta.url); const __dirname = __dn(__filename);";
 
@@ -266,6 +269,12 @@ export async function buildFunctions(outDir = join(root, "dist/functions"), opti
       // Beside whichever output file holds migrate.ts (the entry or, with splitting, a chunk).
       const migrator = Object.entries(result.metafile.outputs).find(([, o]) => Object.keys(o.inputs).some((i) => /shared[\\/]db[\\/]migrate\.ts$/.test(i)))?.[0];
       if (migrator) await cp(join(root, "shared/sql/migrations"), join(dirname(resolve(migrator)), "sql/migrations"), { recursive: true });
+      // QuickJS's loader (transformations, shared/outbound/transformations.ts) reads its
+      // WebAssembly file from beside itself (`new URL("emscripten-module.wasm", import.meta.url)`):
+      // beside whichever chunk holds that loader. Without it the first transformation fails (ENOENT).
+      for (const [file, output] of Object.entries(result.metafile.outputs)) {
+        if (Object.keys(output.inputs).some((i) => QUICKJS_LOADER.test(i))) await cp(QUICKJS_WASM, join(dirname(resolve(file)), "emscripten-module.wasm"));
+      }
       // Next to (not inside) the directory to zip: what is in the bundle, for `bench/functions.ts`.
       await writeFile(join(outDir, cloud, `${name}.meta.json`), JSON.stringify(result.metafile));
       const imported = new Set(Object.values(result.metafile.outputs).flatMap((o) => o.imports.filter((i) => i.external).map((i) => i.path)));

@@ -16,13 +16,16 @@
  */
 import { mkdir, mkdtemp, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { buildFunctions, CLOUDS, type BuiltFunction } from "../../functions/build.js";
 import { migrate } from "../../shared/db/migrate.js";
 import { openPostgres } from "../../shared/db/postgres.js";
+import { createSubscription, enqueue } from "../../shared/outbound/index.js";
+import { startReceiver } from "../outbound/support/receiver.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable } from "../support/emulators.js";
 import { startFunctionProcess, type FunctionProcess } from "../wiring/support/functionProcess.js";
@@ -74,6 +77,52 @@ describe("every function bundle", () => {
       expect(f.bytes, `${f.cloud}/${f.name} in all`).toBeLessThan(ZIP_BUDGET);
     }
   });
+});
+
+describe("QuickJS's WebAssembly file (transformations, docs/transformations.md)", () => {
+  const LOADER = /node_modules\/@jitl\/quickjs-wasmfile-release-sync\/dist\/emscripten-module\.mjs$/;
+  it("sits beside the chunk that loads it (it reads the file relative to itself), in every bundle that carries the engine, the relay and management functions at least", () => {
+    for (const f of built) {
+      const loaders = Object.entries(metas.get(`${f.cloud}/${f.name}`)!).filter(([, o]) => Object.keys(o.inputs).some((i) => LOADER.test(i))).map(([file]) => file);
+      if (f.name === "relay" || f.name === "management") expect(loaders, `${f.cloud}/${f.name}`).toHaveLength(1);
+      for (const file of loaders) expect(existsSync(join(dirname(resolve(file)), "emscripten-module.wasm")), `${f.cloud}/${f.name}: ${file}`).toBe(true);
+    }
+  });
+});
+
+/**
+ * The built AWS relay in a Node 22 process (the wiring tests' Lambda driver), one drain: a
+ * delivery whose subscription has a transformation reaches the receiver transformed, as the
+ * bundle's own QuickJS ran it.
+ */
+describe("the built relay bundle runs a transformation", () => {
+  const REPO = fileURLToPath(new URL("../..", import.meta.url));
+  it("AWS: the delivery arrives transformed", async (t) => {
+    if (!(await postgresAvailable())) return t.skip();
+    if (!(await node22())) return t.skip();
+    const database = await createServerDatabase();
+    const receiver = await startReceiver();
+    let fp: FunctionProcess | undefined;
+    try {
+      const db = openPostgres({ connectionString: database.url, max: 2 });
+      try {
+        await migrate(db);
+        await createSubscription(db, { url: `${receiver.url}/t`, eventTypes: ["bundle.test"], transformation: "(e) => ({ body: { doubled: e.data.n * 2 }, headers: { 'x-bundle': 'relay' } })" });
+        await enqueue(db, { id: "bundle-t1", type: "bundle.test", data: { n: 21 } });
+      } finally { await db.close(); }
+      fp = await startFunctionProcess({
+        driver: join(REPO, "test/wiring/drivers/aws.mjs"), bundleDir: join(outDir, "aws", "relay"), args: ["index.handler", "60", "relay"],
+        env: { WEBHOOKS_DATABASE_URL: database.url, WEBHOOKS_DATABASE_TLS: "disable", WEBHOOKS_RELAY_MODE: "scheduled", LOG_LEVEL: "warn", ALLOWED_DESTINATIONS: "127.0.0.1", ENCRYPTION_KEYS: process.env.ENCRYPTION_KEYS ?? "" },
+      });
+      const summary = await fp.invoke<{ deliveriesAttempted: number }>("invoke", {}, 60_000);
+      expect(summary.deliveriesAttempted, fp.output().slice(-3000)).toBe(1);
+      expect(receiver.received.map((r) => [r.body, r.headers["x-bundle"]]), fp.output().slice(-3000)).toEqual([['{"doubled":42}', "relay"]]);
+    } finally {
+      await fp?.stop();
+      await receiver.close();
+      await database.drop();
+    }
+  }, 120_000);
 });
 
 describe("the management function bundles", () => {
@@ -184,6 +233,14 @@ describe("the built management bundles serve the API and the page from their own
     const created = await call("POST", "/api/subscriptions", { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, JSON.stringify({ url: "http://127.0.0.1:9/x", eventTypes: ["bundle.test"] }));
     expect(created.status, created.text).toBe(201);
     expect((await call("GET", "/api/subscriptions")).status).toBe(401);
+    // A transformation, compiled and run in the bundle's own QuickJS (its .wasm beside the chunk).
+    const tested = await call("POST", "/api/transformations/test", { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      JSON.stringify({ transformation: "(e) => ({ body: { n: e.data.n * 2 } })", event: { type: "bundle.test", data: { n: 21 } } }));
+    expect(tested.status, tested.text).toBe(200);
+    expect(JSON.parse(tested.text)).toMatchObject({ result: { body: '{"n":42}' }, error: null });
+    const transformed = await call("POST", "/api/subscriptions", { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      JSON.stringify({ url: "http://127.0.0.1:9/x", eventTypes: ["bundle.test"], transformation: "(e) => ({ body: e.data })" }));
+    expect(transformed.status, transformed.text).toBe(201);
   };
 
   it("AWS: index.handler with API Gateway 2.0 events, the token from Secrets Manager", async (t) => {
