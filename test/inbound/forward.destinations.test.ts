@@ -23,6 +23,7 @@ import { deleteSubscription, getDeadLetter, getDelivery, listAttempts, NotFoundE
 import { createRelay } from "../../shared/outbound/relay.js";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { migrate } from "../../shared/db/migrate.js";
 import { describeEachBackend } from "../support/databases.js";
 import { resetOutbound, startReceiver, type Receiver } from "../outbound/support/receiver.js";
 import { resetInbound, SECRET, signed } from "./helpers.js";
@@ -197,6 +198,21 @@ describeEachBackend("forwarding to several destinations by content", (ctx) => {
       { destination: "usd", subscriptionId: usd.subscriptionId, outcome: "skipped", reason: "the destination's filter does not match this event" },
     ]);
     expect((await ctx.db.query("SELECT subscription_id FROM outbound_deliveries WHERE event_id = $1", [`fwd_${rows[0]!.id}`])).rows).toEqual([{ subscription_id: eur.subscriptionId }]);
+  });
+
+  it("migration 022 makes each existing fwd_<partner> subscription its partner's default destination: forwarding keeps working before the next start", async () => {
+    // The database as before 022, with a partner's forward subscription written by the old code.
+    await ctx.db.query("DROP TABLE inbound_forward_destinations");
+    await ctx.db.query("ALTER TABLE inbox_entries DROP COLUMN forwarding");
+    await ctx.db.query("DELETE FROM schema_migrations WHERE name = '022_inbound_forward_destinations.sql'");
+    await ctx.db.query("INSERT INTO outbound_subscriptions (id, url, event_types, secrets, application_id) VALUES ('fwd_legacy', 'http://127.0.0.1:9/legacy', ARRAY['webhooks.forward.legacy'], ARRAY[]::text[], 'app_platform')");
+    await ctx.db.query("INSERT INTO outbound_subscriptions (id, url, event_types, secrets, application_id, deleted_at) VALUES ('fwd_gone', 'http://127.0.0.1:9/gone', ARRAY['webhooks.forward.gone'], ARRAY[]::text[], 'app_platform', now())");
+    expect(await migrate(ctx.db)).toEqual(["022_inbound_forward_destinations.sql"]);
+    expect((await ctx.db.query("SELECT partner, name, subscription_id FROM inbound_forward_destinations ORDER BY partner")).rows)
+      .toEqual([{ partner: "legacy", name: DEFAULT_DESTINATION, subscription_id: "fwd_legacy" }]);
+    // Stored before any ensureForwardSubscriptions: forwarded to it as before.
+    const id = await send("legacy", ORDERS[0]!);
+    expect((await getDelivery(ctx.db, `fwd_${id}:fwd_legacy`)).status).toBe("pending");
   });
 
   it("refuses precisely: unknown partner, a partner that does not forward, a bad name, filter or transformation, a taken name", async () => {
