@@ -26,6 +26,7 @@ import { createSubscription } from "./outbound/index.js";
 import { raisePlatformEvent } from "./platformEvents.js";
 import { scanHealthTransitions } from "./operationalEvents.js";
 import { scanAuthFailures } from "./authEvents.js";
+import { scanMissingEncryptionKeys } from "./encryptionKeyEvents.js";
 import { PLATFORM_APPLICATION_ID } from "./tenancy/defaults.js";
 import { openSecrets, sealSecrets } from "./crypto/subscriptionSecrets.js";
 import type { BackgroundWorker, PlatformContext } from "./context.js";
@@ -34,7 +35,7 @@ import { recordAlert, recordDeadLetter, SPANS, withSpan } from "./telemetry/tele
 export const ALERT_TYPES = { deadLetter: "alert.dead_letter", inboxQuarantined: "alert.inbox_quarantined" } as const;
 
 /** What the operator's alert subscription receives: alerts and operational events (shared/operationalEvents.ts, shared/authEvents.ts). */
-export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*", "auth.*"];
+export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*", "auth.*", "encryption_key.*"];
 
 /** Marks the system subscription that carries alerts to ALERT_WEBHOOK_URL. */
 export const ALERT_SUBSCRIPTION_DESCRIPTION = "system: alerts to ALERT_WEBHOOK_URL";
@@ -203,6 +204,8 @@ export async function scanForAlerts(db: Database, options: ScanOptions = {}): Pr
     await scanHealthTransitions(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
     // Endpoint credentials failing (auth.failing, shared/authEvents.ts).
     await scanAuthFailures(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
+    // Deliveries waiting for a key ENCRYPTION_KEYS lacks (encryption_key.missing, shared/encryptionKeyEvents.ts).
+    await scanMissingEncryptionKeys(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
     span.setAttribute("webhooks.alerts.raised", raised.length);
     return raised;
   });
