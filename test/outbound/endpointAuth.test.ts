@@ -70,15 +70,16 @@ describeEachBackend("endpoint authentication: OAuth 2.0 client credentials and B
   };
 
   it("four relays on one database fetch one token per expiry; every delivery carries a live token", async () => {
-    peer = await startOauth2TokenTestPeer({ expiresIn: 3 }); // refreshed 0.6 s before it lapses (a fifth)
+    // Refreshed 1 s before it lapses (a fifth): room for a request delayed by this loaded machine.
+    peer = await startOauth2TokenTestPeer({ expiresIn: 5 });
     const answers = await gatedReceiver(peer);
     const sub = await createSubscription(ctx.db, {
       url: receiver!.url, eventTypes: ["*"], auth: oauth2(peer, { scope: "webhooks:write", audience: "https://receiver.example" }),
     });
     await startFleet(4);
-    // About three token lifetimes of traffic, spread so every relay needs a token in each.
+    // About two and a half token lifetimes of traffic, spread so every relay needs a token in each.
     const ids: string[] = [];
-    for (let i = 0; i < 36; i++) {
+    for (let i = 0; i < 50; i++) {
       await enqueue(ctx.db, { id: `e${i}`, type: "x.y", data: { i } });
       ids.push(`e${i}:${sub.id}`);
       await sleep(250);
@@ -86,11 +87,11 @@ describeEachBackend("endpoint authentication: OAuth 2.0 client credentials and B
     await waitFor("all delivered", delivered(ids), 60_000);
 
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
-    expect(peer.issued.length).toBeGreaterThanOrEqual(3);
+    expect(peer.issued.length).toBeGreaterThanOrEqual(2);
     // One fetch per expiry: each token was fetched only once the one before was due for refresh
     // (four relays fetching on their own would have fetched several within one lifetime).
     for (let i = 1; i < peer.issued.length; i++) {
-      expect(peer.issued[i]!.at - peer.issued[i - 1]!.at).toBeGreaterThanOrEqual(2400 - 50);
+      expect(peer.issued[i]!.at - peer.issued[i - 1]!.at).toBeGreaterThanOrEqual(4000 - 50);
     }
     // Every token fetched was used, and the requests were the configured ones.
     expect(new Set(answers.map((a) => a.authorization)).size).toBe(peer.issued.length);
