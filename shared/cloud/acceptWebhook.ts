@@ -11,6 +11,7 @@ import type { QueueAdapter } from "../queue/port.js";
 import { messageBytes } from "../queue/validate.js";
 import { claimCheckMessage, inlineMessage } from "./inboundMessage.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
+import { activeTraceparent, validTraceparent } from "../telemetry/telemetry.js";
 
 /** Where a verified event goes: the queue, and where payloads above its limit go (without one, 413). */
 export interface AcceptTargets {
@@ -65,7 +66,10 @@ export async function acceptWebhook(deps: AcceptDeps, partnerName: string, heade
   }
   const { queue } = targets;
 
-  const event = { partner: screened.partner.name, eventId: screened.eventId, eventType: screened.eventType, receivedAt: now };
+  // The host's span when its SDK traces this request (an ADOT layer, …), else the sender's own
+  // traceparent: the processor continues either (null: neither, no attribute).
+  const traceparent = activeTraceparent() ?? validTraceparent(headers.traceparent);
+  const event = { partner: screened.partner.name, eventId: screened.eventId, eventType: screened.eventType, receivedAt: now, traceparent };
   let message = inlineMessage(event, rawBody);
   const claimCheck = messageBytes(message) > queue.limits.maxMessageBytes;
   try {

@@ -29,6 +29,12 @@ export interface InboundEvent {
   eventId: string;
   eventType: string | null;
   receivedAt: Date;
+  /**
+   * W3C trace context to continue in the processor (docs/operations.md#one-trace-per-webhook):
+   * carried as the message attribute `traceparent` (an SQS message attribute, a Service Bus
+   * application property, a Pub/Sub attribute), not in the body, so any consumer can read it.
+   */
+  traceparent?: string | null;
 }
 
 /** Encodes an event with its bytes inline. */
@@ -57,6 +63,7 @@ function toOutgoing(body: InboundMessage, event: InboundEvent): OutgoingMessage 
     eventId: event.eventId,
     contentType: "application/json",
     receivedAt: event.receivedAt.toISOString(),
+    ...(event.traceparent ? { traceparent: event.traceparent } : {}),
   };
   return { body: JSON.stringify(body), attributes };
 }

@@ -20,6 +20,7 @@ import type { PartnerConfig } from "../inbound/verify/index.js";
 import type { ObjectStore } from "../objectStore/port.js";
 import { MalformedMessageError, type ReceivedMessage } from "../queue/port.js";
 import { decodeInboundMessage, type InboundMessage } from "./inboundMessage.js";
+import { validTraceparent } from "../telemetry/telemetry.js";
 
 export type Verdict =
   | { action: "ack"; inboxId: string; result: string }
@@ -115,6 +116,9 @@ export async function processInbound(deps: ProcessInboundDeps, message: Pick<Rec
       // The ingest function verified the signature before it queued the message.
       signatureVerified: true,
       receivedAt: new Date(decoded.receivedAt),
+      // The ingest's trace context (message attribute; with direct ingress, the sender's header):
+      // processing continues that trace. Only a well-formed one is kept.
+      traceparent: validTraceparent(message.attributes?.traceparent),
     });
     inboxId = stored.id;
   } catch (error) {

@@ -187,6 +187,14 @@ export function contextOfTraceparent(traceparent: string, base: Context = contex
 }
 
 /**
+ * `value` when it is a W3C `traceparent` we would continue (version 00, valid ids), else null: what
+ * a header or a queue attribute from outside may carry into a row, and nothing else.
+ */
+export function validTraceparent(value: unknown): string | null {
+  return typeof value === "string" && contextOfTraceparent(value) ? value.trim() : null;
+}
+
+/**
  * The W3C `traceparent` of the active span, to carry in a row or a header; null when there is
  * none (no SDK installed: nothing is allocated then, which keeps the delivery path as it was).
  */
