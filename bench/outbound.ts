@@ -21,7 +21,8 @@
  *
  *   npm run bench:outbound
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
- *   BENCH_ONLY=flow: only the relay's defaults against the baseline; BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts)
+ *   BENCH_ONLY=flow: only the relay's defaults against the baseline; BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts);
+ *   BENCH_ONLY=transformation: only the defaults beside a transformation on every delivery
  */
 import { availableParallelism, loadavg } from "node:os";
 import { cpuBound, targetNeeds, type Cost } from "./outbound/budget.js";
@@ -55,12 +56,17 @@ if (process.env.BENCH_ONLY === "enqueue") {
 }
 
 const C = CONNECTIONS;
+/** A transformation a customer might write: reshape the body, add a header (docs/transformations.md). */
+const BENCH_TRANSFORMATION = `(event) => ({ body: { kind: event.type, at: event.timestamp, payload: event.data }, headers: { "x-kind": event.type } })`;
 const baseline = await loadBaseline();
 const allContenders: Contender[] = [
   // The relay's defaults (concurrency 1024, batch 500, 2 completion writers), HTTP capped at the connections.
   { name: `our relay, defaults (concurrency 1024, batch 500, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx }).then(fromRun) },
   // The same before the flow control (fair claims, in-flight limits: issue 15), read from git.
   { name: `our relay at the baseline commit (${BASELINE_COMMIT.slice(0, 7)}), defaults`, kind: "baseline", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx, baseline }).then(fromRun) },
+  // Issue 30: a transformation on every delivery (run in the QuickJS sandbox, compiled once),
+  // beside the defaults above: what the sandbox costs per delivery.
+  { name: `our relay, defaults, a transformation on every delivery (QuickJS sandbox)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx, transformation: BENCH_TRANSFORMATION }).then(fromRun) },
   // Holding fewer: a crash holds up at most 256 deliveries for a lease, for some throughput.
   { name: `our relay, concurrency 256, batch 250 (fewer re-sends after a crash)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
@@ -78,7 +84,9 @@ const allContenders: Contender[] = [
 ];
 
 /** BENCH_ONLY=flow runs only our relay's defaults against the baseline (the flow-control check, a shorter run). */
-const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2) : allContenders;
+const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2)
+  // BENCH_ONLY=transformation: the defaults beside a transformation on every delivery (issue 30).
+  : process.env.BENCH_ONLY === "transformation" ? [allContenders[0]!, allContenders[2]!] : allContenders;
 
 function fromRun(r: RunResult): Sample {
   const us = (ms: number | null) => (ms === null ? null : ms * 1000);
@@ -142,11 +150,18 @@ async function main() {
   printTable(rows);
   console.log(`CPU bound = ${cores} cores × 1e6 / (process + PostgreSQL + receiver µs/event): the rate if CPU were the only limit, every core 100 % busy with this work`);
 
+  // Side by side, per round and of the medians: `a` against `b`, when both ran.
+  const against = (a: Contender, b: Contender, label: string, target?: number) => {
+    if (!samples.has(a) || !samples.has(b)) return;
+    const perRound = samples.get(a)!.map((s, i) => s.perSecond / samples.get(b)!.at(i)!.perSecond);
+    const r = med(a) / med(b);
+    const verdict = target === undefined ? "" : `   target >= ${target * 100}%: ${r >= target ? "met" : "NOT met"}`;
+    console.log(`\n${label}: ${(r * 100).toFixed(1)}% (rounds: ${perRound.map((x) => `${(x * 100).toFixed(0)}%`).join(", ")})${verdict}`);
+  };
   // The flow-control check (issue 15): today's defaults against the relay before it, same run.
-  const [now, before] = [allContenders[0]!, allContenders[1]!];
-  const perRound = samples.get(now)!.map((s, i) => s.perSecond / samples.get(before)!.at(i)!.perSecond);
-  const flow = med(now) / med(before);
-  console.log(`\nours (defaults) / the relay at ${BASELINE_COMMIT.slice(0, 7)}: ${(flow * 100).toFixed(1)}% (rounds: ${perRound.map((r) => `${(r * 100).toFixed(0)}%`).join(", ")})   target >= 95%: ${flow >= 0.95 ? "met" : "NOT met"}`);
+  against(allContenders[0]!, allContenders[1]!, `ours (defaults) / the relay at ${BASELINE_COMMIT.slice(0, 7)}`, 0.95);
+  // Issue 30: a transformation on every delivery against none.
+  against(allContenders[2]!, allContenders[0]!, "ours with a transformation on every delivery / ours without");
   if (contenders !== allContenders) return;
 
   const best = (kind: Contender["kind"]) => contenders.filter((c) => c.kind === kind).reduce((a, b) => (med(a) >= med(b) ? a : b));

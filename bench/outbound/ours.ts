@@ -65,12 +65,12 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
  *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
  * @param options.receiver reads the receiver's CPU, so its cost over the relay phase is recorded too.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats; baseline?: Baseline } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats; baseline?: Baseline; transformation?: string } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
     await options.baseline?.prepare(db);
-    await createSubscription(db, { url: `${receiverUrl}/ours`, eventTypes: ["bench.*"] });
+    await createSubscription(db, { url: `${receiverUrl}/ours`, eventTypes: ["bench.*"], ...(options.transformation ? { transformation: options.transformation } : {}) });
     // Enqueued the way graphile-worker's jobs are added below (its batch API, `addJobs`, 500 per
     // call, one call after another): `enqueueMany`, 500 events per transaction.
     const enqStart = performance.now();
