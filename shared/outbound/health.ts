@@ -85,10 +85,24 @@ export function throttleOf(c: Pick<Completion, "outcome" | "decision" | "limited
   return Math.max(spent, c.outcome.status === 429 ? 1 : 0);
 }
 
-/** Folds a batch of completions, in the order they finished, into one update per subscription. */
+/**
+ * The attempt sent nothing: the subscription's transformation failed or skipped the delivery
+ * (relay.ts, issue 30). The endpoint was not contacted, so it says nothing about the endpoint.
+ */
+export function wasNotSent(outcome: Pick<Completion["outcome"], "errorClass">): boolean {
+  return outcome.errorClass === "transformation_failed" || outcome.errorClass === "skipped_by_transformation";
+}
+
+/**
+ * Folds a batch of completions, in the order they finished, into one update per subscription.
+ * An attempt that sent nothing (wasNotSent) is left out: neither a failure (a bad transformation
+ * must not degrade or disable a working endpoint) nor a success (a skipped probe must not close
+ * an open circuit without contacting the endpoint).
+ */
 export function summariseHealth(completions: readonly Completion[]): HealthUpdate[] {
   const bySub = new Map<string, HealthUpdate>();
   for (const c of completions) {
+    if (wasNotSent(c.outcome)) continue;
     const id = c.delivery.subscriptionId;
     let u = bySub.get(id);
     if (!u) {

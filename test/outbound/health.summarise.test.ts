@@ -57,6 +57,26 @@ describe("summariseHealth", () => {
     expect(summariseHealth(batch("s1", ...kinds))).toEqual([update("s1", patch)]);
   });
 
+  // Issue 30: a transformation that failed or skipped the delivery sent nothing: the endpoint was
+  // not contacted, so neither a failure nor a success (a skipped probe never closes the circuit).
+  const failedTransformation = (sub: string, probe = false) => {
+    const c = completion(sub, probe ? "failProbe" : "fail", { outcome: { result: "permanent", status: null, errorClass: "transformation_failed", responseExcerpt: "threw Error: x" }, decision: { status: "dead", delaySeconds: 0, deadReason: "permanent failure: transformation_failed (…)" } });
+    return c;
+  };
+  const skipped = (sub: string, probe = false) =>
+    completion(sub, probe ? "okProbe" : "ok", { outcome: { result: "delivered", status: null, errorClass: "skipped_by_transformation", responseExcerpt: "not sent: …" } });
+  it.each([
+    ["a failed transformation alone", [failedTransformation("s1")], []],
+    ["a skip alone", [skipped("s1")], []],
+    ["a skipped probe", [skipped("s1", true)], []],
+    ["a failed transformation's probe", [failedTransformation("s1", true)], []],
+    ["failures, then a skip: the failures stand", [...batch("s1", "fail", "fail"), skipped("s1")], [update("s1", { failures: 2 })]],
+    ["a success, then failed transformations: still a success with no failure after it", [...batch("s1", "ok"), failedTransformation("s1"), failedTransformation("s1")], [update("s1", { succeeded: true })]],
+    ["a skipped probe beside a failure: no probe success", [skipped("s1", true), ...batch("s1", "fail")], [update("s1", { failures: 1 })]],
+  ] as Array<[string, Completion[], HealthUpdate[]]>)("a delivery not sent (%s) is neither a failure nor a success", (_, completions, expected) => {
+    expect(summariseHealth(completions)).toEqual(expected);
+  });
+
   it("keeps subscriptions apart, one update each, in the order each first finished", () => {
     const mixed = [completion("a", "fail"), completion("b", "ok"), completion("a", "fail"), completion("c", "gone"), completion("b", "fail"), completion("a", "ok")];
     expect(summariseHealth(mixed)).toEqual([

@@ -9,8 +9,8 @@
  */
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { createRelay, createSubscription, enqueue, getDeadLetter, getDelivery, listAttempts, OutboundValidationError } from "../../shared/outbound/index.js";
-import { updateSubscription } from "../../shared/outbound/subscriptionChanges.js";
+import { createRelay, createSubscription, enqueue, getDeadLetter, getDelivery, getSubscription, listAttempts, OutboundValidationError } from "../../shared/outbound/index.js";
+import { deleteSubscription, updateSubscription } from "../../shared/outbound/subscriptionChanges.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
 import { runTransformation, transformationCompilations } from "../../shared/outbound/transformations.js";
 import { describeEachBackend } from "../support/databases.js";
@@ -83,6 +83,40 @@ describeEachBackend("transformations", (ctx) => {
     // Generous bound: ten sandboxes are created (WebAssembly instances) and two run to their 100 ms limit.
     expect(passMs).toBeLessThan(60_000);
   }, 120_000);
+
+  it("a failed or skipped transformation leaves the subscription's health alone: no failure counted, and a skipped probe does not close the circuit", async () => {
+    const policy = { degradeAfter: 1, disableAfter: 2, probeIntervalSeconds: 3600, openAfterSeconds: 0 };
+    const relay = createRelay({ db: ctx.db, transport, batchSize: 100, healthPolicy: policy });
+    // Failed transformations: dead, each with its reason, the endpoint (fine) never contacted nor marked.
+    const throwing = await createSubscription(ctx.db, { url: `${receiver.url}/throwing`, eventTypes: ["order.*"], transformation: "(e) => { throw new Error('bad mapping') }" });
+    for (const id of ["h1", "h2", "h3"]) await enqueue(ctx.db, { id, type: "order.paid", data: { n: 1 } });
+    expect(await relay.runOnce()).toBe(3);
+    expect((await getDeadLetter(ctx.db, `h1:${throwing.id}`)).deadReason).toMatch(/transformation_failed \(the subscription's transformation threw Error: bad mapping\)/);
+    const afterFailures = await getSubscription(ctx.db, throwing.id);
+    expect([afterFailures.status, afterFailures.health.consecutiveFailures]).toEqual(["active", 0]);
+    await deleteSubscription(ctx.db, throwing.id);
+
+    // A subscription whose endpoint does fail is disabled (circuit open); a probe its transformation skips leaves it so.
+    const sub = await createSubscription(ctx.db, { url: `${receiver.url}/failing`, eventTypes: ["order.*"], transformation: "(e) => e.data.send ? { body: e.data } : null" });
+    receiver.respond = () => ({ status: 400 });
+    try {
+      for (const id of ["f1", "f2"]) {
+        await enqueue(ctx.db, { id, type: "order.paid", data: { send: true } });
+        await relay.runOnce();
+      }
+    } finally { receiver.respond = () => ({ status: 200 }); }
+    expect((await getSubscription(ctx.db, sub.id)).status).toBe("disabled");
+    await enqueue(ctx.db, { id: "s1", type: "order.paid", data: { send: false } });
+    await ctx.db.query("UPDATE outbound_subscriptions SET next_probe_at = now() WHERE id = $1", [sub.id]);
+    const sentBefore = receiver.received.length;
+    expect(await relay.runOnce()).toBe(1);
+    const [probe] = await listAttempts(ctx.db, `s1:${sub.id}`);
+    expect([probe!.probe, probe!.errorClass]).toEqual([true, "skipped_by_transformation"]);
+    expect((await getDelivery(ctx.db, `s1:${sub.id}`)).status).toBe("delivered");
+    expect(receiver.received.length).toBe(sentBefore);
+    const stillOpen = await getSubscription(ctx.db, sub.id);
+    expect([stillOpen.status, stillOpen.health.consecutiveFailures]).toEqual(["disabled", 2]);
+  }, 60_000);
 
   it("refuses a transformation that is not a function's source, and edits and removes one", async () => {
     for (const source of ["42", "(e) => {", "while (true) {}"]) {
