@@ -297,6 +297,31 @@ async function loadForwarding() {
   ), "No partner forwards (set \"forward\" in PARTNERS).");
 }
 
+/** Operational event types, by prefix (shared/operationalEvents.ts, authEvents.ts, encryptionKeyEvents.ts, alerts.ts). */
+const OPERATIONAL_PREFIXES = ["endpoint.", "auth.", "encryption_key.", "alert."];
+/** Most operational events shown, each read in full for what it is about. */
+const OPERATIONAL_SHOWN = 10;
+
+/**
+ * The recent operational events (issue 29): the platform application's own events, newest first,
+ * each with what it is about (a subscription, a key id, a delivery) and why. Operators only.
+ */
+async function loadOperationalEvents() {
+  const recent = items(await api("GET", "/events?applicationId=app_platform&limit=100"))
+    .filter((e) => OPERATIONAL_PREFIXES.some((p) => e.type.startsWith(p)))
+    .slice(0, OPERATIONAL_SHOWN);
+  const details = await Promise.all(recent.map((e) => api("GET", `/events/${encodeURIComponent(e.id)}`).catch(() => e)));
+  fill($("operational-rows"), details, (e) => {
+    const d = e.data ?? {};
+    return el("tr", { "data-id": e.id },
+      td(when(e.createdAt)),
+      td(badge(e.type, e.type === "endpoint.recovered" || e.type === "endpoint.enabled" ? "delivered" : "dead")),
+      // The most precise subject: a dead letter's delivery, a quarantined entry, else the subscription or key.
+      td(d.deliveryId ? code(d.deliveryId) : d.inboxEntryId ? code(d.inboxEntryId) : d.subscriptionId ? code(d.subscriptionId) : d.keyId ? `key ${d.keyId}` : null),
+      td(d.errorClass ?? d.reason ?? (d.deliveriesWaiting !== undefined ? `${d.deliveriesWaiting} deliveries waiting` : null), "reason"));
+  }, "No operational events.");
+}
+
 /**
  * The event catalogue (issue 30): the event types of the chosen application (all applications:
  * the default one's; an application key: its own), with version, validation at enqueue,
@@ -422,7 +447,7 @@ async function loadProblems() {
 
 async function refresh() {
   // The chart and the inbox are operators' (an application key is refused them): not even asked for.
-  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadForwarding(), loadDeliveries(), loadSubscriptions(), loadCatalogue()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions(), loadCatalogue()];
+  const sections = isOperator() ? [loadProblems(), loadChart(), loadDeadLetters(), loadQuarantine(), loadInbox(), loadForwarding(), loadDeliveries(), loadSubscriptions(), loadCatalogue(), loadOperationalEvents()] : [loadDeadLetters(), loadDeliveries(), loadSubscriptions(), loadCatalogue()];
   const results = await Promise.allSettled(sections);
   const failed = results.find((r) => r.status === "rejected");
   showError(failed?.reason);
