@@ -305,7 +305,7 @@ export function createRelay(options: RelayOptions): Relay {
           secrets: open.secrets,
           headers: transformed?.headers ? { ...open.headers, ...transformed.headers } : open.headers,
           ...(delivery.timeoutMs != null ? { timeoutMs: delivery.timeoutMs } : {}),
-        });
+        }, transformed?.url !== undefined ? delivery.url : undefined);
       }
     } catch (error) {
       // The transport should classify everything; if it throws anyway, retry rather than lose.

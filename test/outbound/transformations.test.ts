@@ -118,6 +118,35 @@ describeEachBackend("transformations", (ctx) => {
     expect([stillOpen.status, stillOpen.health.consecutiveFailures]).toEqual(["disabled", 2]);
   }, 60_000);
 
+  it("never sends a subscription's endpoint credentials to another origin a transformation names: that delivery fails as permanent; the same origin gets them", async () => {
+    const elsewhere = await startReceiver();
+    try {
+      const basic = "Basic " + Buffer.from("relay:pass-30").toString("base64");
+      const sub = await createSubscription(ctx.db, {
+        url: `${receiver.url}/own`, eventTypes: ["order.*"], auth: { kind: "basic", username: "relay", password: "pass-30" },
+        transformation: `(e) => ({ body: e.data, url: e.data.away ? ${JSON.stringify(`${elsewhere.url}/steal`)} : ${JSON.stringify(`${receiver.url}/other-path?x=1`)} })`,
+      });
+      await enqueue(ctx.db, { id: "o1", type: "order.paid", data: { away: true } });
+      await enqueue(ctx.db, { id: "o2", type: "order.paid", data: { away: false } });
+      const relay = createRelay({ db: ctx.db, transport, batchSize: 100 });
+      expect(await relay.runOnce()).toBe(2);
+      expect(elsewhere.received).toEqual([]);
+      const dead = await getDeadLetter(ctx.db, `o1:${sub.id}`);
+      expect(dead.deadReason).toBe(`permanent failure: transformation_failed (the subscription's transformation returned a url of another origin (${new URL(elsewhere.url).origin}) than the subscription's (${new URL(receiver.url).origin}); the subscription has endpoint auth (basic), whose credentials are sent to its own origin only)`);
+      expect((await listAttempts(ctx.db, `o1:${sub.id}`)).map((a) => [a.result, a.errorClass])).toEqual([["permanent", "transformation_failed"]]);
+      expect((await getSubscription(ctx.db, sub.id)).health.consecutiveFailures).toBe(0);
+      // The same origin, another path: sent with the credentials.
+      expect(receiver.received.map((r) => [r.webhookId, r.headers.authorization])).toEqual([[`o2:${sub.id}`, basic]]);
+      // Without auth there is nothing to leak: another origin is sent to.
+      const plain = await createSubscription(ctx.db, { url: `${receiver.url}/plain`, eventTypes: ["other.*"], transformation: `(e) => ({ body: 'x', url: ${JSON.stringify(`${elsewhere.url}/fine`)} })` });
+      await enqueue(ctx.db, { id: "o3", type: "other.thing", data: {} });
+      expect(await relay.runOnce()).toBe(1);
+      expect(elsewhere.received.map((r) => [r.webhookId, r.headers.authorization])).toEqual([[`o3:${plain.id}`, undefined]]);
+    } finally {
+      await elsewhere.close();
+    }
+  }, 60_000);
+
   it("refuses a transformation that is not a function's source, and edits and removes one", async () => {
     for (const source of ["42", "(e) => {", "while (true) {}"]) {
       const error = await createSubscription(ctx.db, { url: `${receiver.url}/x`, eventTypes: ["*"], transformation: source }).catch((e: unknown) => e);

@@ -32,8 +32,12 @@ const NOTE_EVERY_MS = 60_000;
 const NOTE_EXPIRING_EVERY_MS = 3_600_000;
 
 export interface EndpointAuth {
-  /** Sends `req` for `subscriptionId` with its authentication (or none). Never throws for the endpoint's or the token endpoint's failures. */
-  deliver(subscriptionId: string, req: DeliveryRequest): Promise<DeliveryOutcome>;
+  /**
+   * Sends `req` for `subscriptionId` with its authentication (or none). Never throws for the endpoint's or the token endpoint's failures.
+   * `subscriptionUrl`: the subscription's own URL when `req.url` is another (a transformation's):
+   * a subscription with auth is then sent only to that URL's origin (its credentials go nowhere else).
+   */
+  deliver(subscriptionId: string, req: DeliveryRequest, subscriptionUrl?: string): Promise<DeliveryOutcome>;
 }
 
 export interface EndpointAuthOptions {
@@ -118,9 +122,17 @@ export function createEndpointAuth(options: EndpointAuthOptions): EndpointAuth {
   };
 
   return {
-    async deliver(id, req) {
+    async deliver(id, req, subscriptionUrl) {
       const stored = await configOf(id);
       if (!stored) return transport.deliver(req);
+      const elsewhere = subscriptionUrl === undefined ? null : otherOrigin(req.url, subscriptionUrl);
+      if (elsewhere) {
+        // The URL came from the subscription's transformation (issue 30): credentials meant for
+        // the subscription's endpoint must not follow it to another host; the transformation's fault,
+        // so the failure is its (permanent, and not the endpoint's health: health.ts wasNotSent).
+        return failed("permanent", "transformation_failed",
+          `returned a url of another origin (${elsewhere.to}) than the subscription's (${elsewhere.own}); the subscription has endpoint auth (${stored.kind}), whose credentials are sent to its own origin only`);
+      }
       const first = await sendWith(id, stored, req);
       if (!refusedOrMisconfigured(first)) return strip(first);
       // Refused, or our side failed: maybe a token revoked early, maybe the credentials were
@@ -136,6 +148,13 @@ export function createEndpointAuth(options: EndpointAuthOptions): EndpointAuth {
     },
   };
 }
+
+/** The origins when `url` is not of `own`'s origin (scheme, host and port; default ports normalised). */
+const otherOrigin = (url: string, own: string): { to: string; own: string } | null => {
+  const to = new URL(url).origin;
+  const ownOrigin = new URL(own).origin;
+  return to === ownOrigin ? null : { to, own: ownOrigin };
+};
 
 /** An answer or failure that newer credentials might fix. */
 const refusedOrMisconfigured = (o: DeliveryOutcome): boolean =>
