@@ -11,6 +11,7 @@ import { eventsGet, eventsList, eventsResend } from "./commands/eventsRead.js";
 import { subscriptionsDelete, subscriptionsPause, subscriptionsResume, subscriptionsTest, subscriptionsUpdate } from "./commands/subscriptionChanges.js";
 import { inboxList, inboxReplay } from "./commands/inbox.js";
 import { forwardingAdd, forwardingGet, forwardingRemove, forwardingUpdate } from "./commands/forwarding.js";
+import { eventTypesCreate, eventTypesDelete, eventTypesGet, eventTypesImport, eventTypesList, eventTypesUpdate } from "./commands/eventTypes.js";
 import { subscriptionsKeys, subscriptionsSkipKey } from "./commands/ordering.js";
 import { subscriptionsPublicKeys, subscriptionsRotateSecret } from "./commands/signing.js";
 import { compare, deploy, synth } from "./commands/stacks.js";
@@ -24,6 +25,7 @@ export const COMMANDS: Command[] = [
   subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsUpdate, subscriptionsPause, subscriptionsResume,
   subscriptionsDelete, subscriptionsTest, subscriptionsEnable, subscriptionsKeys, subscriptionsSkipKey,
   subscriptionsRotateSecret, subscriptionsPublicKeys,
+  eventTypesList, eventTypesGet, eventTypesCreate, eventTypesUpdate, eventTypesDelete, eventTypesImport,
   applicationsCreate, applicationsList, applicationsDelete, keysCreate, keysList, keysRevoke, audit,
   synth, deploy, compare,
 ];
@@ -38,7 +40,7 @@ function overview(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return `Usage: webhooks <command> [options]
 
-Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, events, applications, API keys, the audit log, the cloud stacks.
+Operate a multicloud-webhooks platform: dead letters, the inbox, subscriptions, events, the event catalogue, applications, API keys, the audit log, the cloud stacks.
 
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary.split(". ")[0]!.replace(/\.$/, "")}`).join("\n")}

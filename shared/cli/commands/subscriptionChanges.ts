@@ -3,8 +3,9 @@ import { seg } from "../api.js";
 import { UsageError, intOption, type Command, type Invocation } from "../command.js";
 import { printJson, record } from "../output.js";
 import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
+import { CONTENT_HELP, contentFieldsOf, describeFilter, describeTransformation } from "./contentOptions.js";
 
-interface Subscription { id: string; url: string; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null; auth?: Parameters<typeof describeAuth>[0]; warnings?: string[] }
+interface Subscription { id: string; url: string; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null; auth?: Parameters<typeof describeAuth>[0]; filter?: Record<string, unknown> | null; transformation?: string | null; warnings?: string[] }
 
 /** `--header name=value` options as a map; `--header name=` is refused (say --clear-headers). */
 export function headersOf(inv: Invocation): Record<string, string> | undefined {
@@ -25,13 +26,14 @@ export function headersOf(inv: Invocation): Record<string, string> | undefined {
 
 const summary = (sub: Subscription) => ({
   id: sub.id, url: sub.url, "event types": sub.eventTypes.join(", "), paused: sub.paused ? "yes" : "no", health: sub.status,
-  "max attempts": sub.maxAttempts ?? "default", headers: Object.keys(sub.headers ?? {}).join(", ") || "none", auth: describeAuth(sub.auth), description: sub.description,
+  "max attempts": sub.maxAttempts ?? "default", headers: Object.keys(sub.headers ?? {}).join(", ") || "none", auth: describeAuth(sub.auth),
+  filter: describeFilter(sub.filter), transformation: describeTransformation(sub.transformation), description: sub.description,
 });
 
 export const subscriptionsUpdate: Command = {
   name: "subscriptions update",
   summary: "Edit a subscription. Pending deliveries use the new settings from their next attempt.",
-  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--traceparent on|off] [--auth basic|oauth2|mtls|none …]",
+  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--traceparent on|off] [--auth basic|oauth2|mtls|none …] [--filter <json>|--no-filter] [--transformation <file>|-|--no-transformation]",
   help: `Options (each changes that field only):
   --endpoint <url>          a new URL: its health starts afresh, waiting deliveries are due at once
   --event <type>            the event types (repeatable; replaces them all)
@@ -44,12 +46,17 @@ export const subscriptionsUpdate: Command = {
 ${AUTH_HELP}
   The whole auth is replaced (that is how its secret part is rotated).
 
+${CONTENT_HELP}
+  --no-filter            every event of its types again
+  --no-transformation    send the events as they are again
+
 Example:
   webhooks subscriptions update sub_123 --endpoint https://new.example/hooks --header x-api-key=k2`,
   options: {
     endpoint: { type: "string" }, event: { type: "string", multiple: true }, description: { type: "string" },
     "max-attempts": { type: "string" }, header: { type: "string", multiple: true }, "clear-headers": { type: "boolean" },
     traceparent: { type: "string" },
+    filter: { type: "string" }, "no-filter": { type: "boolean" }, transformation: { type: "string" }, "no-transformation": { type: "boolean" },
     ...AUTH_OPTIONS,
   },
   positionals: [1, 1],
@@ -69,7 +76,8 @@ Example:
     }
     const auth = await authOf(inv, true);
     if (auth !== undefined) change.auth = auth;
-    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers, --traceparent, --auth.");
+    Object.assign(change, await contentFieldsOf(inv, true));
+    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers, --traceparent, --auth, --filter, --no-filter, --transformation, --no-transformation.");
     const sub = await inv.api().patch<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`, change);
     inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },

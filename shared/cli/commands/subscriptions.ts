@@ -7,6 +7,7 @@ import { itemsOf } from "./lists.js";
 import { signatureSchemeOf } from "./signing.js";
 import { headersOf } from "./subscriptionChanges.js";
 import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
+import { CONTENT_HELP, contentFieldsOf, describeFilter, describeTransformation } from "./contentOptions.js";
 
 interface Subscription {
   id: string;
@@ -19,6 +20,8 @@ interface Subscription {
   health?: { consecutiveFailures?: number; disabledReason?: string | null; nextProbeAt?: string | null; lastFailureAt?: string | null };
   createdAt?: string;
   auth?: Parameters<typeof describeAuth>[0];
+  filter?: Record<string, unknown> | null;
+  transformation?: string | null;
   warnings?: string[];
 }
 
@@ -38,6 +41,8 @@ function show(sub: Subscription): Record<string, unknown> {
     "next probe": sub.health?.nextProbeAt,
     "max attempts": sub.maxAttempts ?? "default",
     auth: describeAuth(sub.auth),
+    filter: describeFilter(sub.filter),
+    transformation: describeTransformation(sub.transformation),
     description: sub.description,
     created: sub.createdAt,
     ...(sub.secrets ? { secrets: sub.secrets.join(" ") } : {}),
@@ -89,7 +94,7 @@ function flowOf(inv: Invocation): Record<string, unknown> {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …] [--no-traceparent]",
+  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …] [--no-traceparent] [--filter <json>] [--transformation <file>|-]",
   help: `Options:
   --endpoint <url>       where deliveries are POSTed (required)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
@@ -118,6 +123,8 @@ Flow control (docs/outbound.md#flow-control; default: none of it):
 
 ${AUTH_HELP.replace("\n  --auth none            (update only) remove it", "")}
 
+${CONTENT_HELP}
+
 Example:
   webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
   options: {
@@ -137,6 +144,8 @@ Example:
     "rate-limit-per-second": { type: "string" },
     "attempt-timeout-ms": { type: "string" },
     "no-traceparent": { type: "boolean" },
+    filter: { type: "string" },
+    transformation: { type: "string" },
     ...AUTH_OPTIONS,
   },
   async run(inv) {
@@ -167,6 +176,7 @@ Example:
     Object.assign(body, flowOf(inv));
     const auth = await authOf(inv, false);
     if (auth) body.auth = auth;
+    Object.assign(body, await contentFieldsOf(inv, false));
     if (inv.values["backfill-since"] !== undefined) body.backfill = { since: inv.values["backfill-since"], until: inv.values["backfill-until"] };
     else if (inv.values["backfill-until"] !== undefined) throw new UsageError("--backfill-until needs --backfill-since.");
     const sub = await inv.api().post<Subscription & { backfilled?: number }>("/subscriptions", body);
