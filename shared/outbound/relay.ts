@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import { isUnavailable, type Database } from "../db/port.js";
 import { decideNext } from "./decide.js";
-import { DEFAULT_HEALTH_POLICY, throttleOf, type HealthPolicy } from "./health.js";
+import { DEFAULT_HEALTH_POLICY, throttleOf, wasNotSent, type HealthPolicy } from "./health.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
 import { createRelayLoop, GIVE_BACK, type RelayLoop } from "./relayLoop.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
@@ -312,9 +312,12 @@ export function createRelay(options: RelayOptions): Relay {
       logger?.error({ err: error, deliveryId: delivery.id }, "transport threw; treating the attempt as retryable");
       outcome = { result: "retryable", status: null, latencyMs: 0, errorClass: "relay_error", responseExcerpt: null, retryAfterSeconds: null };
     }
-    limits.record(delivery.subscriptionId, outcome, startedAt);
+    // An attempt that sent nothing (a transformation failed or skipped it) says nothing about the
+    // endpoint: it moves neither the adaptive limit nor the accepted rate (health.ts, wasNotSent).
+    const sent = !wasNotSent(outcome);
+    if (sent) limits.record(delivery.subscriptionId, outcome, startedAt);
     const now = performance.now();
-    if (outcome.result === "delivered") accepted.recordSuccess(delivery.subscriptionId, now);
+    if (sent && outcome.result === "delivered") accepted.recordSuccess(delivery.subscriptionId, now);
     if (outcome.status === 429) accepted.recordLimited(delivery.subscriptionId, now);
     const decision = decideNext(delivery, outcome, retry);
     // The share of 429s lately tells a receiver metering us (a 429 now and then: the pace comes
