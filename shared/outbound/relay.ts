@@ -297,7 +297,10 @@ export function createRelay(options: RelayOptions): Relay {
       if (transformed && "outcome" in transformed) {
         outcome = transformed.outcome;
       } else {
-        outcome = await endpointAuth.deliver(delivery.subscriptionId, {
+        // A subscription without authentication (as the claim read it) goes straight to the
+        // transport: endpointAuth would read its configuration to find nothing.
+        const send = delivery.hasAuth === false ? (_id: string, req: Parameters<typeof transport.deliver>[0]) => transport.deliver(req) : endpointAuth.deliver;
+        outcome = await send(delivery.subscriptionId, {
           url: transformed?.url ?? delivery.url,
           webhookId: delivery.id,
           timestamp: Math.floor(Date.now() / 1000),

@@ -29,6 +29,11 @@ export interface ClaimedDelivery {
   headers?: Record<string, string>;
   /** The subscription's transformation (shared/outbound/transformations.ts), run before the attempt; null: none. */
   transformation?: string | null;
+  /**
+   * Whether its subscription has endpoint authentication, as the claim read it; undefined: not known
+   * (the relay then asks endpointAuth, which reads it). False spares that read on every attempt.
+   */
+  hasAuth?: boolean;
   /** The subscription's own attempt deadline (bounded by the transport's), or null for the transport's. */
   timeoutMs?: number | null;
   /**

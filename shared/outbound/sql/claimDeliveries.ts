@@ -29,6 +29,8 @@ interface ClaimRow {
   /** The slot is the configured limit's (kept strictly), not only a learnt or stated pace's. */
   strict_rate: boolean | null;
   transformation?: string | null;
+  /** The subscription has endpoint authentication (migration 021). */
+  has_auth: boolean;
 }
 
 /**
@@ -90,6 +92,7 @@ function toClaimed(row: ClaimRow, leaseToken: string, probe: boolean, clock?: Cl
     leaseToken,
     orderingKey: row.ordering_key,
     transformation: row.transformation ?? null,
+    hasAuth: row.has_auth,
     probe,
     rateLimitedSince: row.rate_limited_since === null ? null : Number(row.rate_limited_since),
   };
@@ -119,7 +122,8 @@ const load = (slot: string, clock: string) => `SELECT c.id, c.event_id, c.subscr
                THEN jsonb_build_object('traceparent', e.traceparent) || s.headers || COALESCE(e.headers, '{}'::jsonb)
                ELSE s.headers || COALESCE(e.headers, '{}'::jsonb) END AS headers,
           s.attempt_timeout_ms, ${slot} AS slot_at, ${clock} AS clock_at, c.ordering_key,
-          extract(epoch FROM c.rate_limited_since) * 1000 AS rate_limited_since, s.rate_limit_per_second IS NOT NULL AS strict_rate, s.transformation
+          extract(epoch FROM c.rate_limited_since) * 1000 AS rate_limited_since, s.rate_limit_per_second IS NOT NULL AS strict_rate, s.transformation,
+          s.auth IS NOT NULL AS has_auth
    FROM claimed c
    JOIN outbound_events e ON e.id = c.event_id
    JOIN outbound_subscriptions s ON s.id = c.subscription_id`;
