@@ -67,7 +67,7 @@ async function loadSide(root: string): Promise<Side> {
 /** The baseline's shared/ (and package.json, for the module type) in a temporary directory, with this tree's node_modules. */
 function extractBaseline(): { root: string; remove(): void } {
   const root = mkdtempSync(join(tmpdir(), "enqueue-baseline-"));
-  const archive = execFileSync("git", ["-C", REPO, "archive", BASELINE, "shared", "package.json"]);
+  const archive = execFileSync("git", ["-C", REPO, "archive", BASELINE, "shared", "package.json"], { maxBuffer: 512 * 1024 * 1024 });
   execFileSync("tar", ["-x", "-C", root], { input: archive });
   symlinkSync(join(REPO, "node_modules"), join(root, "node_modules"));
   return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
