@@ -15,8 +15,14 @@
  * also the "already alerted" marker: no extra table. The cost is latency (one poll interval,
  * 5 s by default); an entry replayed and fixed before the next poll raises no alert.
  *
- * Alerts about alert deliveries are never raised (that would loop while the alert URL is down);
- * such a dead letter is still logged at error level by the relay and listed in `/dead-letters`.
+ * Alerts about alert deliveries are never raised (that would loop while the alert URL is down),
+ * nor about the deliveries of `delivery.exhausted` and `inbox.quarantined`; such a dead letter is
+ * still logged at error level by the relay and listed in `/dead-letters`.
+ *
+ * Each dead letter also counts towards a `delivery.exhausted` operational event (debounced per
+ * subscription, shared/deliveryExhaustedEvents.ts), and each quarantined entry raises an
+ * `inbox.quarantined` beside its alert, with the same data: the alerts are unchanged, so receivers
+ * written for `alert.*` keep working.
  */
 import { MIN_RETENTION_DAYS } from "./retention/policy.js";
 import { runPeriodically } from "./periodic.js";
@@ -27,6 +33,7 @@ import { raisePlatformEvent } from "./platformEvents.js";
 import { scanHealthTransitions } from "./operationalEvents.js";
 import { scanAuthFailures } from "./authEvents.js";
 import { scanMissingEncryptionKeys } from "./encryptionKeyEvents.js";
+import { scanDeliveryExhaustions } from "./deliveryExhaustedEvents.js";
 import { PLATFORM_APPLICATION_ID } from "./tenancy/defaults.js";
 import { openSecrets, sealSecrets } from "./crypto/subscriptionSecrets.js";
 import type { BackgroundWorker, PlatformContext } from "./context.js";
@@ -34,8 +41,15 @@ import { recordAlert, recordDeadLetter, SPANS, withSpan } from "./telemetry/tele
 
 export const ALERT_TYPES = { deadLetter: "alert.dead_letter", inboxQuarantined: "alert.inbox_quarantined" } as const;
 
-/** What the operator's alert subscription receives: alerts and operational events (shared/operationalEvents.ts, shared/authEvents.ts). */
-export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*", "auth.*", "encryption_key.*"];
+/**
+ * The operational event raised beside each `alert.inbox_quarantined`, with the same data, to the
+ * operator only (inbox entries belong to no application). Kept beside the alert, which still goes
+ * out unchanged, so receivers written for `alert.*` keep working.
+ */
+export const INBOX_QUARANTINED = "inbox.quarantined";
+
+/** What the operator's alert subscription receives: alerts and operational events (shared/operationalEvents.ts, shared/authEvents.ts, shared/deliveryExhaustedEvents.ts). */
+export const OPERATOR_EVENT_PATTERNS = ["alert.*", "endpoint.*", "auth.*", "encryption_key.*", "delivery.*", "inbox.*"];
 
 /** Marks the system subscription that carries alerts to ALERT_WEBHOOK_URL. */
 export const ALERT_SUBSCRIPTION_DESCRIPTION = "system: alerts to ALERT_WEBHOOK_URL";
@@ -111,6 +125,9 @@ async function unalertedDeadLetters(q: Queryable, lookbackHours: number, limit: 
      WHERE d.status = 'dead'
        AND d.dead_at > now() - make_interval(hours => $1::int)
        AND NOT starts_with(e.type, 'alert.')
+       -- Nor about the platform's delivery.exhausted / inbox.quarantined (theirs, or an application's copy):
+       -- a broken alert URL would otherwise get an alert for each of them that dies.
+       AND NOT (e.type IN ('delivery.exhausted', 'inbox.quarantined') AND (e.application_id = 'app_platform' OR starts_with(e.id, 'delivery-exhausted-')))
        AND NOT EXISTS (SELECT 1 FROM outbound_events x WHERE x.id = a.alert_id)
      ORDER BY d.dead_at, d.id
      LIMIT $2`,
@@ -206,6 +223,8 @@ export async function scanForAlerts(db: Database, options: ScanOptions = {}): Pr
     await scanAuthFailures(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
     // Deliveries waiting for a key ENCRYPTION_KEYS lacks (encryption_key.missing, shared/encryptionKeyEvents.ts).
     await scanMissingEncryptionKeys(db, { logger: options.logger, maxPayloadBytes: options.maxPayloadBytes });
+    // Dead letters as delivery.exhausted, debounced per subscription (shared/deliveryExhaustedEvents.ts).
+    await scanDeliveryExhaustions(db, { logger: options.logger, lookbackHours: lookback, maxPayloadBytes: options.maxPayloadBytes });
     span.setAttribute("webhooks.alerts.raised", raised.length);
     return raised;
   });
@@ -218,7 +237,15 @@ export async function scanForAlerts(db: Database, options: ScanOptions = {}): Pr
  */
 async function raise(db: Database, eventId: string, alert: Alert, options: ScanOptions, applicationId?: string): Promise<boolean> {
   const { type, ...data } = alert;
-  const created = await db.transaction((tx) => raisePlatformEvent(tx, { id: eventId, type, data, applicationId }, { maxPayloadBytes: options.maxPayloadBytes }));
+  const created = await db.transaction(async (tx) => {
+    const made = await raisePlatformEvent(tx, { id: eventId, type, data, applicationId }, { maxPayloadBytes: options.maxPayloadBytes });
+    // Its operational event, in the same transaction (the alert's event marks both as raised):
+    // `inbox-quarantined-<entry id>-<replays>`, the operator's alone.
+    if (made && alert.type === ALERT_TYPES.inboxQuarantined) {
+      await raisePlatformEvent(tx, { id: eventId.replace(/^alert-q-/, "inbox-quarantined-"), type: INBOX_QUARANTINED, data }, { maxPayloadBytes: options.maxPayloadBytes });
+    }
+    return made;
+  });
   if (!created) return false;
   recordAlert(type);
   if (alert.type === ALERT_TYPES.deadLetter) {

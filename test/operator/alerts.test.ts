@@ -18,7 +18,7 @@ describeEachBackend("alerts", (ctx) => {
     expect(await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts2`, secret)).toBe(id);
     const rows = await ctx.db.query<{ id: string; url: string; secrets: string[]; event_types: string[] }>("SELECT id, url, secrets, event_types FROM outbound_subscriptions WHERE description = $1", [ALERT_SUBSCRIPTION_DESCRIPTION]);
     // The secret is stored encrypted (docs/secrets.md), and opens to the configured one.
-    expect(rows.rows.map((r) => ({ ...r, secrets: openSecrets(r.id, r.secrets) }))).toEqual([{ id, url: `${receiver.url}/alerts2`, secrets: [secret], event_types: ["alert.*", "endpoint.*", "auth.*", "encryption_key.*"] }]);
+    expect(rows.rows.map((r) => ({ ...r, secrets: openSecrets(r.id, r.secrets) }))).toEqual([{ id, url: `${receiver.url}/alerts2`, secrets: [secret], event_types: ["alert.*", "endpoint.*", "auth.*", "encryption_key.*", "delivery.*", "inbox.*"] }]);
     expect(rows.rows[0]!.secrets[0]).toMatch(/^enc\.v1\./);
     await ensureAlertSubscription(ctx.db, `${receiver.url}/alerts`, secret);
   });
