@@ -143,7 +143,7 @@ describeEachBackend("secrets at rest", (ctx) => {
       if (sub.id === a.id) expect(r.headers["x-api-key"]).toBe("api-key-value-a1b2c3");
       else expect(r.headers.authorization).toBe("Bearer token-d4e5f6");
     }
-    await waitFor("the alert subscription", async () => (await ctx.db.query("SELECT 1 FROM outbound_subscriptions WHERE event_types = ARRAY['alert.*', 'endpoint.*', 'auth.*', 'encryption_key.*']")).rows.length === 1);
+    await waitFor("the alert subscription", async () => (await ctx.db.query("SELECT 1 FROM outbound_subscriptions WHERE event_types = ARRAY['alert.*', 'endpoint.*', 'auth.*', 'encryption_key.*', 'delivery.*', 'inbox.*']")).rows.length === 1);
     // The API still answers in clear.
     expect((await getSubscription(ctx.db, a.id, { includeSecrets: true })).secrets).toEqual(rotated.secrets);
     expect((await getSubscription(ctx.db, b.id)).headers).toEqual({ authorization: "Bearer token-d4e5f6" });
