@@ -297,8 +297,8 @@ async function loadForwarding() {
   ), "No partner forwards (set \"forward\" in PARTNERS).");
 }
 
-/** Operational event types, by prefix (shared/operationalEvents.ts, authEvents.ts, encryptionKeyEvents.ts, alerts.ts). */
-const OPERATIONAL_PREFIXES = ["endpoint.", "auth.", "encryption_key.", "alert."];
+/** Operational event types, by prefix (shared/operationalEvents.ts, authEvents.ts, encryptionKeyEvents.ts, deliveryExhaustedEvents.ts, alerts.ts). */
+const OPERATIONAL_PREFIXES = ["endpoint.", "auth.", "encryption_key.", "delivery.", "inbox.", "alert."];
 /** Most operational events shown, each read in full for what it is about. */
 const OPERATIONAL_SHOWN = 10;
 
@@ -316,8 +316,13 @@ async function loadOperationalEvents() {
     return el("tr", { "data-id": e.id },
       td(when(e.createdAt)),
       td(badge(e.type, e.type === "endpoint.recovered" || e.type === "endpoint.enabled" ? "delivered" : "dead")),
-      // The most precise subject: a dead letter's delivery, a quarantined entry, else the subscription or key.
-      td(d.deliveryId ? code(d.deliveryId) : d.inboxEntryId ? code(d.inboxEntryId) : d.subscriptionId ? code(d.subscriptionId) : d.keyId ? `key ${d.keyId}` : null),
+      // The most precise subject: a dead letter's delivery, a quarantined entry (`entryId` in
+      // alert.inbox_quarantined and inbox.quarantined), else the subscription (with how many dead
+      // letters, for delivery.exhausted) or key.
+      d.deliveryId ? td(code(d.deliveryId))
+        : (d.inboxEntryId ?? d.entryId) ? td(code(`inbox ${d.inboxEntryId ?? d.entryId}`))
+        : d.subscriptionId ? el("td", {}, code(d.subscriptionId), typeof d.count === "number" ? ` (${d.count} dead letter${d.count === 1 ? "" : "s"})` : "")
+        : td(d.keyId ? `key ${d.keyId}` : null),
       td(d.errorClass ?? d.reason ?? (d.deliveriesWaiting !== undefined ? `${d.deliveriesWaiting} deliveries waiting` : null), "reason"));
   }, "No operational events.");
 }

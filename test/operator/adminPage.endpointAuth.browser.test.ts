@@ -18,8 +18,8 @@ suite("admin page: endpoint auth and operational events", (ctx) => {
   it("shows a subscription's auth without its secret, and the recent operational events", async () => {
     const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/basic`, eventTypes: ["page.*"], auth: { kind: "basic", username: "page-user", password: "page-password-3344" } });
     receiver.answer = 400;
-    const { deliveryId } = await makeDeadLetter(t, `${receiver.url}/dead`, `ops-${ctx.backend}`);
-    await scanForAlerts(ctx.db); // alert.dead_letter, an event of the platform's application
+    const { deliveryId, subscriptionId } = await makeDeadLetter(t, `${receiver.url}/dead`, `ops-${ctx.backend}`);
+    await scanForAlerts(ctx.db); // alert.dead_letter and delivery.exhausted, events of the platform's application
 
     const { page, pageErrors } = await openPage();
     await page.goto(`${t.baseUrl}/admin`);
@@ -33,6 +33,10 @@ suite("admin page: endpoint auth and operational events", (ctx) => {
     const ops = page.locator("#operational-rows tr", { hasText: "alert.dead_letter" });
     await ops.first().waitFor({ timeout: 15_000 });
     expect(await ops.first().textContent()).toContain(deliveryId);
+    // delivery.exhausted names the subscription and how many of its deliveries died.
+    const exhausted = page.locator("#operational-rows tr", { hasText: "delivery.exhausted" });
+    await exhausted.first().waitFor({ timeout: 15_000 });
+    expect(await exhausted.first().textContent()).toContain(`${subscriptionId} (1 dead letter)`);
     expect(pageErrors).toEqual([]);
   }, 120_000);
 });
