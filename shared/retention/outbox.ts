@@ -50,6 +50,11 @@ const PURGE_DELIVERIES = `WITH doomed AS (
    replays AS (
      DELETE FROM outbound_replays r USING doomed WHERE r.delivery_id = doomed.id RETURNING 1
    ),
+   -- Its delivery.exhausted marks (migration 024) go with it: announced long before (the alert
+   -- scan looks back less than the shortest retention), so nothing is announced again.
+   exhaustions AS (
+     DELETE FROM outbound_delivery_exhaustions x USING doomed WHERE x.delivery_id = doomed.id RETURNING 1
+   ),
    deliveries AS (
      DELETE FROM outbound_deliveries d USING doomed WHERE d.id = doomed.id RETURNING d.event_id
    )

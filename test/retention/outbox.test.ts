@@ -80,6 +80,10 @@ describeEachBackend("outbox retention", (ctx) => {
     await finish(`young-dead:${s.id}`, "dead", 1, 60);
     await ctx.db.query("INSERT INTO outbound_replays (delivery_id, previous_reason, requested_by) VALUES ($1, 'exhausted', 'test')", [`old-dead:${s.id}`]);
     await age("old-dead", 20);
+    // Both announced as delivery.exhausted (the marks a scan leaves, migration 024).
+    for (const id of [`old-dead:${s.id}`, `young-dead:${s.id}`]) {
+      await ctx.db.query("INSERT INTO outbound_delivery_exhaustions (delivery_id, replays, subscription_id, application_id, dead_at, event_id, raised_at) VALUES ($1, 0, $2, 'app_default', now(), 'delivery-exhausted-x', now())", [id, s.id]);
+    }
 
     await enqueue(ctx.db, { id: "unmatched", type: "invoice.sent", data: {} });
     await age("unmatched", 400);
@@ -91,6 +95,8 @@ describeEachBackend("outbox retention", (ctx) => {
     expect(await ids("outbound_deliveries")).toEqual([`young-dead:${s.id}`]);
     expect(await ids("outbound_events")).toEqual(["unmatched", "young-dead"]);
     expect(await ids("outbound_replays", "delivery_id")).toEqual([]);
+    // The purged dead letter's delivery.exhausted mark went with it; the kept one's stays.
+    expect(await ids("outbound_delivery_exhaustions", "delivery_id")).toEqual([`young-dead:${s.id}`]);
   });
 
   it("keeps everything when both retentions are 0", async () => {
