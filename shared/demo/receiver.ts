@@ -22,6 +22,8 @@ export interface PathStats {
   badSignatures: number;
   /** Event types of the delivered requests. */
   types: string[];
+  /** Webhook-ids answered 2xx, by event type (the alert URL gets alerts and other operational events). */
+  deliveredByType: Map<string, Set<string>>;
 }
 
 export interface DemoReceiver {
@@ -56,7 +58,7 @@ function verified(secret: string | undefined, id: string, timestamp: string, bod
 }
 
 export async function startDemoReceiver(): Promise<DemoReceiver> {
-  const stats = Object.fromEntries((["flaky", "broken", "alerts"] as const).map((p) => [p, { delivered: new Set<string>(), failures: 0, badSignatures: 0, types: [] as string[] }])) as Record<ReceiverPath, PathStats>;
+  const stats = Object.fromEntries((["flaky", "broken", "alerts"] as const).map((p) => [p, { delivered: new Set<string>(), failures: 0, badSignatures: 0, types: [] as string[], deliveredByType: new Map<string, Set<string>>() }])) as Record<ReceiverPath, PathStats>;
   const secrets: Partial<Record<ReceiverPath, string>> = {};
   const attemptsById = new Map<string, number>();
   let newDeliveries = 0;
@@ -88,11 +90,12 @@ export async function startDemoReceiver(): Promise<DemoReceiver> {
       }
       if (path === "broken" && !fixed) return fail(s, res, 500, {});
       s.delivered.add(id);
+      let type = "?";
       try {
-        s.types.push(String((JSON.parse(body) as { type?: unknown }).type));
-      } catch {
-        s.types.push("?");
-      }
+        type = String((JSON.parse(body) as { type?: unknown }).type);
+      } catch { /* not JSON: counted as "?" */ }
+      s.types.push(type);
+      s.deliveredByType.set(type, (s.deliveredByType.get(type) ?? new Set<string>()).add(id));
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
     })().catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
