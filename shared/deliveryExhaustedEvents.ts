@@ -50,6 +50,8 @@ export interface ExhaustedScanOptions {
   debounceSeconds?: number;
   /** Only dead letters this recent are recorded (the alert scan's look-back). Default: 168. */
   lookbackHours?: number;
+  /** Most new dead letters recorded per scan (the rest at the next). Default: 1000. */
+  limit?: number;
   maxPayloadBytes?: number;
 }
 
@@ -75,9 +77,13 @@ export async function scanDeliveryExhaustions(db: Database, options: ExhaustedSc
            WHERE p.application_id = $2 AND p.type = e.type
              AND p.id = left(e.id, length(e.id) - length(e.application_id) - 1)
              AND right(e.id, length(e.application_id) + 1) = '.' || e.application_id)
+         -- Those recorded already are skipped here rather than by the conflict: each scan would
+         -- otherwise re-insert every dead letter of the look-back.
+         AND NOT EXISTS (SELECT 1 FROM outbound_delivery_exhaustions x WHERE x.delivery_id = d.id AND x.replays = d.replays)
        ORDER BY d.dead_at, d.id
+       LIMIT $3
        ON CONFLICT (delivery_id, replays) DO NOTHING`,
-      [options.lookbackHours ?? 168, PLATFORM_APPLICATION_ID],
+      [options.lookbackHours ?? 168, PLATFORM_APPLICATION_ID, options.limit ?? 1000],
     );
     // Waiting dead letters of subscriptions with no event in the last window.
     const { rows } = await tx.query<WaitingRow>(
