@@ -23,6 +23,7 @@
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
  *   BENCH_ONLY=flow: only the relay's defaults against the baseline; BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts);
  *   BENCH_ONLY=transformation: only the defaults beside a transformation on every delivery
+ *   BENCH_ONLY=telemetry: only the defaults with the OpenTelemetry SDK off beside on, one fresh process per side per round (bench/outbound/telemetrySide.ts)
  */
 import { availableParallelism, loadavg } from "node:os";
 import { cpuBound, targetNeeds, type Cost } from "./outbound/budget.js";
@@ -32,6 +33,7 @@ import { runOurs } from "./outbound/ours.js";
 import { BASELINE_COMMIT, loadBaseline } from "./outbound/baseline.js";
 import { type ReceiverStats, type RunResult, startReceiver } from "./outbound/support.js";
 import { measureTransport } from "./outbound/transportOnly.js";
+import { closeTelemetryPeer, runTelemetrySide } from "./outbound/telemetrySide.js";
 import { median, printTable } from "./table.js";
 import { useThrowawayEncryptionKey } from "./throwawayKey.js";
 import { runBench } from "./runBench.js";
@@ -83,10 +85,19 @@ const allContenders: Contender[] = [
   })) },
 ];
 
+// Issue 33: what turning telemetry on costs per delivery. Not in the full run: each side is a
+// process of its own (the SDK is process-global; why: bench/outbound/telemetrySide.ts), both with
+// the transport instrumented as the platform's worker has it.
+const telemetryContenders: Contender[] = [
+  { name: `our relay, defaults, telemetry off (no SDK: the API's no-op spans and metrics)`, kind: "ours", run: (u, rx) => runTelemetrySide("off", u, rx, EVENTS, C).then(fromRun) },
+  { name: `our relay, defaults, telemetry on (OTLP/HTTP to a local test peer, every span sampled, metrics exported)`, kind: "ours", run: (u, rx) => runTelemetrySide("on", u, rx, EVENTS, C).then(fromRun) },
+];
+
 /** BENCH_ONLY=flow runs only our relay's defaults against the baseline (the flow-control check, a shorter run). */
 const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2)
   // BENCH_ONLY=transformation: the defaults beside a transformation on every delivery (issue 30).
-  : process.env.BENCH_ONLY === "transformation" ? [allContenders[0]!, allContenders[2]!] : allContenders;
+  : process.env.BENCH_ONLY === "transformation" ? [allContenders[0]!, allContenders[2]!]
+  : process.env.BENCH_ONLY === "telemetry" ? telemetryContenders : allContenders;
 
 function fromRun(r: RunResult): Sample {
   const us = (ms: number | null) => (ms === null ? null : ms * 1000);
@@ -108,9 +119,12 @@ async function main() {
   const startLoad = load();
   const samples = new Map<Contender, Sample[]>(contenders.map((c) => [c, []]));
   try {
-    // Warm-up round on a tenth of the work (JIT, PostgreSQL caches); discarded.
-    await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 1024, 500);
-    await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 1024, 500, { baseline });
+    // Warm-up round on a tenth of the work (JIT, PostgreSQL caches); discarded. The telemetry
+    // sides warm up in their own processes.
+    if (contenders !== telemetryContenders) {
+      await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 1024, 500);
+      await runOurs(receiver.url, Math.ceil(EVENTS / 10), C, 1024, 500, { baseline });
+    }
     if (contenders === allContenders) {
       await runGraphile(receiver.url, Math.ceil(EVENTS / 10), C, C + 1);
       await measureCeiling(receiver.url, C, 1);
@@ -125,6 +139,7 @@ async function main() {
     }
   } finally {
     await receiver.stop();
+    await closeTelemetryPeer();
     baseline.remove();
   }
   console.log(`load average at start ${startLoad}, at end ${load()} (cores: ${availableParallelism()}); a shared machine skews every row, the interleaved medians less so`);
@@ -162,6 +177,15 @@ async function main() {
   against(allContenders[0]!, allContenders[1]!, `ours (defaults) / the relay at ${BASELINE_COMMIT.slice(0, 7)}`, 0.95);
   // Issue 30: a transformation on every delivery against none.
   against(allContenders[2]!, allContenders[0]!, "ours with a transformation on every delivery / ours without");
+  // Issue 33: telemetry on against off, and what it adds to the relay's own CPU per delivery.
+  const [telemetryOff, telemetryOn] = telemetryContenders as [Contender, Contender];
+  against(telemetryOn, telemetryOff, "ours with telemetry on / off");
+  if (samples.has(telemetryOn)) {
+    const cpu = (c: Contender) => medOf(c, (s) => s.cpuUsPerEvent)!;
+    const perRound = samples.get(telemetryOn)!.map((s, i) => `${fmt(s.cpuUsPerEvent)} vs ${fmt(samples.get(telemetryOff)!.at(i)!.cpuUsPerEvent)}`);
+    console.log(`process CPU per delivery, on vs off: ${fmt(cpu(telemetryOn))} vs ${fmt(cpu(telemetryOff))} µs (${cpu(telemetryOn) >= cpu(telemetryOff) ? "+" : "−"}${fmt(Math.abs(cpu(telemetryOn) - cpu(telemetryOff)))} µs; rounds: ${perRound.join(", ")}); PostgreSQL ${fmt(medOf(telemetryOn, (s) => s.dbCpuUsPerEvent))} vs ${fmt(medOf(telemetryOff, (s) => s.dbCpuUsPerEvent))}`);
+    for (const line of samples.get(telemetryOn)!.at(-1)!.notes.filter((n) => n.startsWith("OTLP peer"))) console.log(`  last round: ${line}`);
+  }
   if (contenders !== allContenders) return;
 
   const best = (kind: Contender["kind"]) => contenders.filter((c) => c.kind === kind).reduce((a, b) => (med(a) >= med(b) ? a : b));

@@ -11,6 +11,7 @@ import { enqueueMany } from "../../shared/outbound/enqueue.js";
 import { createRelay } from "../../shared/outbound/relay.js";
 import { createSubscription } from "../../shared/outbound/subscriptions.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { instrumentTransport } from "../../shared/telemetry/instrument.js";
 import type { Baseline } from "./baseline.js";
 import { cpuMsSince, databaseCpu, eventData, freshDatabase, receiverWindow, type ReceiverStats, runResult, type RunResult, waitFor } from "./support.js";
 
@@ -64,8 +65,10 @@ function instrument(db: Database, t: ReturnType<typeof timed>): Database {
  * @param concurrency the relay's `concurrency`: deliveries held at once (waiting for an HTTP turn, in
  *   flight, or awaiting their completion write); HTTP attempts in flight are capped at `connections`.
  * @param options.receiver reads the receiver's CPU, so its cost over the relay phase is recorded too.
+ * @param options.instrumented wraps the HTTP transport in `instrumentTransport`, as the platform's
+ *   worker does (shared/outbound/worker.ts): a span and two metrics per attempt, no-ops without an SDK.
  */
-export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats; baseline?: Baseline; transformation?: string } = {}): Promise<RunResult> {
+export async function runOurs(receiverUrl: string, events: number, connections: number, concurrency: number, batchSize: number, options: { noHttp?: boolean; completionWriters?: number; httpConcurrency?: number; around?: { start(): Promise<void>; stop(): Promise<void> }; receiver?: ReceiverStats; baseline?: Baseline; transformation?: string; instrumented?: boolean } = {}): Promise<RunResult> {
   const fresh = await freshDatabase("bench_outbox");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
@@ -82,7 +85,8 @@ export async function runOurs(receiverUrl: string, events: number, connections: 
     const enqueueSeconds = (performance.now() - enqStart) / 1000;
 
     const t = timed();
-    const base = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: connections });
+    const plain = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: connections });
+    const base = options.instrumented ? instrumentTransport(plain) : plain;
     // The no-HTTP variant (a diagnostic, named as such) answers every attempt "delivered" at once:
     // what remains is the outbox's own cost, claims and completion writes.
     const instant = async () => ({ result: "delivered" as const, status: 204, latencyMs: 0, errorClass: null, responseExcerpt: "", retryAfterSeconds: null });
