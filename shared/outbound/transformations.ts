@@ -113,7 +113,8 @@ function describeError(context: QuickJSContext, handle: QuickJSHandle): string {
     const e = dumped as { name?: string; message?: string };
     if (e.message !== undefined) return `${e.name ?? "Error"}: ${e.message}`;
   }
-  return `threw ${JSON.stringify(dumped)?.slice(0, 200) ?? String(dumped)}`;
+  // Something that is not an error (`throw "boom"`): the value, said as such (callers add "threw").
+  return `the value ${JSON.stringify(dumped)?.slice(0, 200) ?? String(dumped)}`;
 }
 
 async function sandboxFor(source: string, limits: Required<TransformationLimits>): Promise<{ key: string; sandbox: Sandbox }> {

@@ -27,6 +27,7 @@ const HOSTILE: Record<string, { source: string; reason: RegExp }> = {
   huge: { source: "(e) => ({ body: 'x'.repeat(4 * 1024 * 1024) })", reason: /returned \d+ bytes, over the limit of 1048576/ },
   throws: { source: "(e) => { throw new Error('no such customer ' + e.data.customer); }", reason: /threw Error: no such customer c1/ },
   invalid: { source: "(e) => ({ body: 'x', status: 200 })", reason: /returned unknown field\(s\) status/ },
+  throwsValue: { source: "(e) => { throw 'no customer'; }", reason: /(?<!threw )threw the value "no customer"/ },
 };
 
 describeEachBackend("transformations", (ctx) => {
