@@ -136,7 +136,7 @@ describe("webhooks subscriptions --filter --transformation", { timeout: 120_000 
 
   it("refuses a bad filter or transformation: on the command line (2) or as the API says (1)", async () => {
     const base = ["subscriptions", "create", "--endpoint", "https://example.com/h", "--event", "order.*"];
-    await refused(2, "--filter must be JSON", [...base, "--filter", "{data.amount: 1}"]);
+    await refused(2, "--filter must be a JSON object", [...base, "--filter", "{data.amount: 1}"]);
     await refused(2, "--filter must be a JSON object", [...base, "--filter", "[1]"]);
     await refused(2, /--transformation: cannot read \S*nope\.js \(ENOENT\)/, [...base, "--transformation", join(dir, "nope.js")]);
     await refused(2, "standard input is empty", [...base, "--transformation", "-"]);

@@ -53,7 +53,7 @@ describe("webhooks forwarding", { timeout: 120_000 }, () => {
   it("adds a destination with a filter and a transformation, shows it, changes it, removes it", async () => {
     const source = join(dir, "slack.js");
     writeFileSync(source, "(event) => ({ body: { text: `paid ${event.data.amount}` } })\n");
-    const added = await cli(["forwarding", "add", "shop", "big", "--endpoint", `${receiver.url}/big`, "--filter", '{"data.data.amount": {"$gt": 100}}', "--transformation-file", source]);
+    const added = await cli(["forwarding", "add", "shop", "big", "--endpoint", `${receiver.url}/big`, "--filter", '{"data.data.amount": {"$gt": 100}}', "--transformation", source]);
     expect(added.code, added.stderr).toBe(0);
     expect(added.stdout).toContain("Added destination big of partner shop");
     expect(added.stdout).toMatch(/secrets\s+whsec_/);
@@ -88,7 +88,7 @@ describe("webhooks forwarding", { timeout: 120_000 }, () => {
     await bad(2, "--endpoint <url> is required", ["forwarding", "add", "shop", "x"]);
     await bad(2, "--filter must be a JSON object", ["forwarding", "add", "shop", "x", "--endpoint", receiver.url, "--filter", "{data.amount: 1}"]);
     await bad(2, "--filter must be a JSON object", ["forwarding", "add", "shop", "x", "--endpoint", receiver.url, "--filter", "[1]"]);
-    await bad(2, "--transformation-file: cannot read", ["forwarding", "add", "shop", "x", "--endpoint", receiver.url, "--transformation-file", join(dir, "missing.js")]);
+    await bad(2, "--transformation: cannot read", ["forwarding", "add", "shop", "x", "--endpoint", receiver.url, "--transformation", join(dir, "missing.js")]);
     await bad(2, "Give --filter or --no-filter, not both", ["forwarding", "update", "shop", "x", "--filter", "{}", "--no-filter"]);
     await bad(2, "Nothing to change", ["forwarding", "update", "shop", "x"]);
     await bad(1, /filter\.data\.amount\.\$gtt: unknown operator/, ["forwarding", "add", "shop", "x", "--endpoint", receiver.url, "--filter", '{"data.amount": {"$gtt": 1}}']);

@@ -6,12 +6,12 @@
 import { readFile } from "node:fs/promises";
 import { UsageError, type Invocation } from "../command.js";
 
-/** `text` as JSON; a UsageError naming `what` (an option) otherwise. */
-export function parseJsonText(text: string, what: string, example: string): unknown {
+/** `text` as JSON; a UsageError naming `what` (an option) and what it must be otherwise. */
+export function parseJsonText(text: string, what: string, example: string, mustBe = "JSON"): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new UsageError(`${what} must be JSON, e.g. ${example}; ${(error as Error).message}.`);
+    throw new UsageError(`${what} must be ${mustBe}, e.g. ${example}; ${(error as Error).message}.`);
   }
 }
 
@@ -24,8 +24,9 @@ export function jsonOption(inv: Invocation, option: string, example: string): un
 /** `--filter '<json>'`: a JSON object (docs/filters.md), or undefined when absent. */
 export function filterOption(inv: Invocation): Record<string, unknown> | undefined {
   const example = `'{"data.amount": {"$gt": 100}}' (docs/filters.md)`;
-  const parsed = jsonOption(inv, "filter", example);
-  if (parsed === undefined) return undefined;
+  const text = inv.values.filter as string | undefined;
+  if (text === undefined) return undefined;
+  const parsed = parseJsonText(text, "--filter", example, "a JSON object");
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError(`--filter must be a JSON object, e.g. ${example}.`);
   return parsed as Record<string, unknown>;
 }

@@ -2,10 +2,10 @@
  * `webhooks forwarding get|add|update|remove`: a forwarding partner's destinations (issue 30 item
  * 4), each with a content filter and a transformation; the API is /inbound/partners/:partner/forwarding.
  */
-import { readFile } from "node:fs/promises";
 import { seg } from "../api.js";
 import { UsageError, type Command, type Invocation } from "../command.js";
 import { printJson, record, table } from "../output.js";
+import { contentFieldsOf } from "./contentOptions.js";
 
 interface Destination {
   name: string;
@@ -22,31 +22,6 @@ interface Destination {
 interface Forwarding { partner: string; enabled: boolean; destinations: Destination[] }
 
 const base = (partner: string) => `/inbound/partners/${seg(partner)}/forwarding`;
-
-/** `--filter '<json>'`: parsed here so a typo is named before anything is sent; the API validates the rest. */
-function filterOf(inv: Invocation): Record<string, unknown> | undefined {
-  const text = inv.values.filter as string | undefined;
-  if (text === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new UsageError(`--filter must be a JSON object, e.g. '{"data.amount": {"$gt": 100}}' (docs/filters.md); ${(error as Error).message}.`);
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError(`--filter must be a JSON object, e.g. '{"data.amount": {"$gt": 100}}' (docs/filters.md).`);
-  return parsed as Record<string, unknown>;
-}
-
-/** `--transformation-file <path>`: the JavaScript source, read from a file (a function is not typed on a command line). */
-async function transformationOf(inv: Invocation): Promise<string | undefined> {
-  const file = inv.values["transformation-file"] as string | undefined;
-  if (file === undefined) return undefined;
-  try {
-    return await readFile(file, "utf8");
-  } catch (error) {
-    throw new UsageError(`--transformation-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`);
-  }
-}
 
 function show(d: Destination): Record<string, unknown> {
   return {
@@ -88,26 +63,22 @@ export const forwardingGet: Command = {
 export const forwardingAdd: Command = {
   name: "forwarding add",
   summary: "Add a destination to a partner's forwarding, with a content filter and a transformation.",
-  usage: "forwarding add <partner> <name> --endpoint <url> [--filter <json>] [--transformation-file <path>] [--secret <whsec_...>] [--description <text>]",
+  usage: "forwarding add <partner> <name> --endpoint <url> [--filter <json>] [--transformation <file>] [--secret <whsec_...>] [--description <text>]",
   help: `Options:
   --endpoint <url>             where the partner's events are forwarded (required)
   --filter <json>              only events it matches (docs/filters.md), on {id, type, timestamp,
                                data: the partner's body}, e.g. '{"data.data.object.amount": {"$gt": 10000}}'
-  --transformation-file <path> JavaScript (event) => ({ body, headers?, url? } | null), given the
-                               partner's body (docs/transformations.md)
+  --transformation <file>      JavaScript (event) => ({ body, headers?, url? } | null), given the
+                               partner's body (docs/transformations.md); - reads standard input
   --secret <whsec_...>         signing secret; default: generated, printed once
   --description <text>`,
   positionals: [2, 2],
-  options: { endpoint: { type: "string" }, filter: { type: "string" }, "transformation-file": { type: "string" }, secret: { type: "string", multiple: true }, description: { type: "string" } },
+  options: { endpoint: { type: "string" }, filter: { type: "string" }, transformation: { type: "string" }, secret: { type: "string", multiple: true }, description: { type: "string" } },
   async run(inv) {
     const [partner, name] = inv.positionals as [string, string];
     const url = inv.values.endpoint as string | undefined;
     if (!url) throw new UsageError("--endpoint <url> is required: where this destination's events are sent.");
-    const body: Record<string, unknown> = { name, url };
-    const filter = filterOf(inv);
-    if (filter) body.filter = filter;
-    const transformation = await transformationOf(inv);
-    if (transformation !== undefined) body.transformation = transformation;
+    const body: Record<string, unknown> = { name, url, ...(await contentFieldsOf(inv, false)) };
     const secrets = inv.values.secret as string[] | undefined;
     if (secrets?.length) body.secrets = secrets;
     if (inv.values.description !== undefined) body.description = inv.values.description;
@@ -120,31 +91,24 @@ export const forwardingAdd: Command = {
 export const forwardingUpdate: Command = {
   name: "forwarding update",
   summary: "Change a forward destination's endpoint, filter or transformation (from the next event on).",
-  usage: "forwarding update <partner> <name> [--endpoint <url>] [--filter <json> | --no-filter] [--transformation-file <path> | --no-transformation] [--description <text>]",
+  usage: "forwarding update <partner> <name> [--endpoint <url>] [--filter <json> | --no-filter] [--transformation <file> | --no-transformation] [--description <text>]",
   help: `Options:
   --endpoint <url>
   --filter <json>              the new filter (docs/filters.md); --no-filter: every event
-  --transformation-file <path> the new transformation; --no-transformation: none
+  --transformation <file>      the new transformation (- reads standard input); --no-transformation: none
   --description <text>`,
   positionals: [2, 2],
   options: {
     endpoint: { type: "string" }, filter: { type: "string" }, "no-filter": { type: "boolean" },
-    "transformation-file": { type: "string" }, "no-transformation": { type: "boolean" }, description: { type: "string" },
+    transformation: { type: "string" }, "no-transformation": { type: "boolean" }, description: { type: "string" },
   },
   async run(inv) {
     const [partner, name] = inv.positionals as [string, string];
-    if (inv.values.filter !== undefined && inv.values["no-filter"]) throw new UsageError("Give --filter or --no-filter, not both.");
-    if (inv.values["transformation-file"] !== undefined && inv.values["no-transformation"]) throw new UsageError("Give --transformation-file or --no-transformation, not both.");
     const body: Record<string, unknown> = {};
     if (inv.values.endpoint !== undefined) body.url = inv.values.endpoint;
-    const filter = filterOf(inv);
-    if (filter) body.filter = filter;
-    if (inv.values["no-filter"]) body.filter = null;
-    const transformation = await transformationOf(inv);
-    if (transformation !== undefined) body.transformation = transformation;
-    if (inv.values["no-transformation"]) body.transformation = null;
+    Object.assign(body, await contentFieldsOf(inv, true));
     if (inv.values.description !== undefined) body.description = inv.values.description;
-    if (Object.keys(body).length === 0) throw new UsageError("Nothing to change: give --endpoint, --filter/--no-filter, --transformation-file/--no-transformation or --description.");
+    if (Object.keys(body).length === 0) throw new UsageError("Nothing to change: give --endpoint, --filter/--no-filter, --transformation/--no-transformation or --description.");
     const d = await inv.api().patch<Destination>(`${base(partner)}/destinations/${seg(name)}`, body);
     if (inv.json) inv.io.stdout(printJson(d));
     else inv.io.stdout(`Changed destination ${d.name} of partner ${partner}.\n${record(show(d))}`);
