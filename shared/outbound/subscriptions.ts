@@ -3,6 +3,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as z from "zod/mini";
+import { httpUrlSchema } from "./httpUrl.js";
 import type { Queryable } from "../db/port.js";
 import type { DestinationPolicy } from "./destinationPolicy.js";
 import { NotFoundError, OutboundValidationError } from "./errors.js";
@@ -68,21 +69,7 @@ export interface Subscription {
   updatedAt: Date;
 }
 
-const urlSchema = z.string().check(
-  z.maxLength(2048, "must have at most 2048 characters"),
-  z.superRefine((value, ctx) => {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      ctx.addIssue({ code: "custom", message: "must be an absolute URL such as https://example.com/webhooks" });
-      return;
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:") ctx.addIssue({ code: "custom", message: "must use https (or http)" });
-    if (url.username || url.password) ctx.addIssue({ code: "custom", message: "must not carry credentials; receivers verify our signature instead" });
-    if (url.hash) ctx.addIssue({ code: "custom", message: "must not have a #fragment" });
-  }),
-);
+const urlSchema = httpUrlSchema({ example: "https://example.com/webhooks", credentialsHint: "receivers verify our signature instead" });
 
 /** A content filter: every problem reported, each at its place inside the filter. */
 function filterSchema() {

@@ -17,6 +17,7 @@
  */
 import { createPrivateKey, randomBytes, X509Certificate } from "node:crypto";
 import * as z from "zod/mini";
+import { httpUrlSchema } from "../httpUrl.js";
 import { activeKeyring } from "../../crypto/activeKeyring.js";
 import { seal } from "../../crypto/envelope.js";
 import { OutboundValidationError } from "../errors.js";
@@ -31,21 +32,7 @@ const RESERVED_TOKEN_PARAMETERS = new Set(["grant_type", "client_id", "client_se
 /** Visible ASCII on one line: it ends up in a header or a form body. */
 const PRINTABLE = /^[\x20-\x7e]*$/;
 
-const tokenUrlSchema = z.string().check(
-  z.maxLength(2048, "must have at most 2048 characters"),
-  z.superRefine((value, ctx) => {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      ctx.addIssue({ code: "custom", message: "must be an absolute URL such as https://auth.example.com/oauth/token" });
-      return;
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:") ctx.addIssue({ code: "custom", message: "must use https (or http)" });
-    if (url.username || url.password) ctx.addIssue({ code: "custom", message: "must not carry credentials; give clientId and clientSecret" });
-    if (url.hash) ctx.addIssue({ code: "custom", message: "must not have a #fragment" });
-  }),
-);
+const tokenUrlSchema = httpUrlSchema({ example: "https://auth.example.com/oauth/token", credentialsHint: "give clientId and clientSecret" });
 
 const text = (max: number, what = "") => z.string().check(z.minLength(1, `must not be empty${what}`), z.maxLength(max, `must have at most ${max} characters`));
 const pem = (max: number) => z.string().check(z.minLength(1, "must not be empty"), z.maxLength(max, `must have at most ${max} characters`));
