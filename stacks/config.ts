@@ -8,6 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { relayDestinationsSchema } from "./relayDestinations.js";
 
 export class StackConfigError extends Error {
   override name = "StackConfigError";
@@ -125,6 +126,14 @@ export const stackConfigSchema = z.object({
    * destroy the stack (docs/deploy-gcp.md). Default: true.
    */
   cloudSqlDeletionProtection: bool.default(true),
+  /**
+   * Queues, topics and event buses of a stack's own cloud the relay may send subscriptions' events to
+   * (destinations beyond HTTP, issue 31): each becomes a grant on exactly that resource for the relay's
+   * identity alone (SQS/SNS/EventBridge ARNs, Service Bus queue or topic resource ids, Pub/Sub
+   * topics; forms in stacks/relayDestinations.ts and docs/clouds.md). In the environment
+   * (`WEBHOOKS_RELAY_DESTINATIONS`): a JSON array, or the entries separated by commas. Default: none.
+   */
+  relayDestinations: relayDestinationsSchema.default([]),
 });
 
 export type StackConfig = z.infer<typeof stackConfigSchema>;

@@ -11,7 +11,9 @@ import type { FunctionName } from "../artifacts.js";
 import type { StackConfig } from "../config.js";
 import { AuroraDatabase, DATABASE_NAME } from "./auroraDatabase.js";
 import { ClaimCheckBucket } from "./claimCheckBucket.js";
+import { destinationsOf } from "../relayDestinations.js";
 import { DatabaseMigration } from "./databaseMigration.js";
+import { destinationStatements } from "./destinationGrants.js";
 import { FunctionRoles, type AwsFunctionName } from "./functionRoles.js";
 import { HttpIngress } from "./httpIngress.js";
 import { MANAGEMENT_BASE_PATH, ManagementApi } from "./managementApi.js";
@@ -130,12 +132,17 @@ export class AwsWebhooksStack extends TerraformStack {
     });
     const alertEnv: Record<string, string> =
       config.alertWebhookUrl && secrets.alertSecretArn ? { ALERT_WEBHOOK_URL: config.alertWebhookUrl, WEBHOOKS_ALERT_SECRET_ARN: secrets.alertSecretArn } : {};
+    // Destinations beyond HTTP (issue 31): the relay may send to exactly the queues, topics and buses listed.
+    const relaySends = destinationStatements(destinationsOf(config.relayDestinations, "aws"));
+    const destinationGrant = relaySends.length > 0 ? roles.grant("relay", "destinations", relaySends) : undefined;
     const relay = new RelaySchedule(this, "relay", {
       prefix,
       config,
       roles,
       after: [migration.done],
-      function: fn("relay", artifacts.relay, { ...databaseEnv, ...encryptionEnv, ...alertEnv, ...relayModeEnv(config) }, inVpc(network.relaySecurityGroupId), [migration.done, ...secrets.generated]),
+      function: fn("relay", artifacts.relay, { ...databaseEnv, ...encryptionEnv, ...alertEnv, ...relayModeEnv(config) }, inVpc(network.relaySecurityGroupId), [
+        migration.done, ...secrets.generated, ...(destinationGrant ? [destinationGrant] : []),
+      ]),
     });
     const ingress = new HttpIngress(this, "ingress", {
       prefix,
@@ -191,6 +198,10 @@ export class AwsWebhooksStack extends TerraformStack {
     }
     new TerraformOutput(this, "processor_function", { value: worker.functionName });
     new TerraformOutput(this, "relay_function", { value: relay.functionName });
+    new TerraformOutput(this, "relay_role_arn", {
+      value: roles.roleArns.relay,
+      description: "The relay's identity: what a queue, topic or bus policy names to let it send (destinations beyond HTTP, docs/deploy-aws.md)",
+    });
     new TerraformOutput(this, "management_function", { value: management.functionName });
     new TerraformOutput(this, "migrate_function", { value: migration.functionName, description: "Runs on every deploy that changes it; invoke it to rerun the migrations" });
     new TerraformOutput(this, "claim_check_bucket", { value: claimChecks.bucket.bucket });

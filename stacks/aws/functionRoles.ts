@@ -17,6 +17,8 @@ export interface Statement {
   Effect: "Allow";
   Action: string[];
   Resource: string | string[];
+  /** Narrows a statement further (the relay's use of a destination's KMS key, only through that service). */
+  Condition?: Record<string, Record<string, string | string[]>>;
 }
 
 export interface FunctionRolesProps {

@@ -15,6 +15,7 @@ import { azureRelaySettings } from "./relayTimers.js";
 import { CLAIM_CHECK_CONTAINER, ClaimCheckContainer } from "./claimCheckContainer.js";
 import { FunctionHost } from "./functionHost.js";
 import { ADMIN_TOKEN_SECRET_NAME, ALERT_SECRET_NAME, ENCRYPTION_KEYS_SECRET_NAME, KeyVaultSecrets, PARTNER_SECRETS_NAME } from "./keyVaultSecrets.js";
+import { destinationsOf } from "../relayDestinations.js";
 import { ManagedIdentities } from "./managedIdentities.js";
 import { Monitoring } from "./monitoring.js";
 import { NodeFunctionApp } from "./nodeFunctionApp.js";
@@ -92,6 +93,8 @@ export class AzureWebhooksStack extends TerraformStack {
           ...(config.alertWebhookUrl ? [secretReader(secrets.alertSecret)] : []),
           // Scheduled mode: its wake-up trigger reads the wake-up queue.
           ...(bus.wakeQueue ? [{ role: "Azure Service Bus Data Receiver" as const, scope: bus.wakeQueue.id }] : []),
+          // Destinations beyond HTTP (issue 31): send, and only send, to each queue or topic listed.
+          ...destinationsOf(config.relayDestinations, "azure").map((d) => ({ role: "Azure Service Bus Data Sender" as const, scope: d.resourceId })),
         ],
         // The owner's URL, and the application URL for the role's password.
         migrate: [secretReader(database.adminUrlSecret), secretReader(database.urlSecret)],
@@ -211,6 +214,10 @@ export class AzureWebhooksStack extends TerraformStack {
     new TerraformOutput(this, "database_endpoint", { value: database.fqdn });
     new TerraformOutput(this, "key_vault_name", { value: secrets.vault.name, description: `Set ${PARTNER_SECRETS_NAME} (and ${ALERT_SECRET_NAME}) here` });
     new TerraformOutput(this, "service_bus_namespace", { value: bus.namespace.name });
+    new TerraformOutput(this, "relay_identity_principal_id", {
+      value: identities.identities.relay.principalId,
+      description: "The relay's managed identity: the principal to assign \"Azure Service Bus Data Sender\" on a destination queue or topic (docs/deploy-azure.md)",
+    });
     new TerraformOutput(this, "egress_ip", { value: network.egressIp, description: "Deliveries leave from this address (the NAT gateway's): receivers can allow-list it" });
   }
 }

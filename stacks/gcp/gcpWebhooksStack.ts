@@ -26,6 +26,8 @@ import { CloudRunFunction, type CloudRunFunctionProps } from "./cloudRunFunction
 import { CloudSqlDatabase } from "./cloudSqlDatabase.js";
 import { FunctionSourceBucket } from "./functionSourceBucket.js";
 import { MigrateJob } from "./migrateJob.js";
+import { destinationsOf } from "../relayDestinations.js";
+import { DestinationPublishers } from "./destinationPublishers.js";
 import { Monitoring } from "./monitoring.js";
 import { PrivateNetwork } from "./privateNetwork.js";
 import { ProjectApis } from "./projectApis.js";
@@ -150,6 +152,8 @@ export class GcpWebhooksStack extends TerraformStack {
     processor.allowInvoker("push", accounts.emails.push);
     queue.allowDeadLetterPublisher("processor", accounts.emails.processor);
 
+    // Destinations beyond HTTP (issue 31): the relay may publish to exactly the topics listed.
+    const publishers = new DestinationPublishers(this, "destinations", { project, relayServiceAccountEmail: accounts.emails.relay, destinations: destinationsOf(config.relayDestinations, "gcp") });
     const relayTime = relayTiming(config);
     const relaySchedule = new RelaySchedule(this, "relay", {
       prefix,
@@ -171,6 +175,7 @@ export class GcpWebhooksStack extends TerraformStack {
         secrets: { DATABASE_URL: database.urlSecret, ENCRYPTION_KEYS: encryptionKeys.secret, ...(alerts ? { ALERT_WEBHOOK_SECRET: alerts.secret } : {}) },
         // All traffic through the connector and Cloud NAT: deliveries leave from the static NAT IP.
         vpc: { connectorId: network.connectorId, egress: "ALL_TRAFFIC" },
+        dependsOn: [...secretDeps.relay, ...publishers.grants],
       }),
     });
 
@@ -248,6 +253,7 @@ export class GcpWebhooksStack extends TerraformStack {
     new TerraformOutput(this, "database_endpoint", { value: database.privateIp });
     new TerraformOutput(this, "claim_check_bucket", { value: claimChecks.name });
     new TerraformOutput(this, "database_connection_name", { value: database.connectionName });
+    new TerraformOutput(this, "relay_service_account", { value: accounts.emails.relay, description: "The relay's identity: the member to grant roles/pubsub.publisher on a destination topic (docs/deploy-gcp.md)" });
     new TerraformOutput(this, "egress_ip", { value: network.egressIp, description: "Cloud NAT static address the relay's deliveries leave from: receivers allow-list it" });
     new TerraformOutput(this, "migrate_command", { value: migrate.command, description: "Run after every deploy: applies migrations and sets the webhooks_app role (docs/deploy-gcp.md)" });
   }

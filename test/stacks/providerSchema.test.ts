@@ -92,8 +92,15 @@ export function checkAgainstProviderSchemas(json: TerraformJson): Finding {
 
 let stacks: ReturnType<typeof synthAll>;
 beforeAll(() => {
-  // Every optional part on: the alerts' webhook and e-mail add resources.
-  stacks = synthAll({ alertWebhookUrl: "https://alerts.example.com/hooks", alertEmail: "ops@example.com" });
+  // Every optional part on: the alerts' webhook and e-mail add resources, and so do the relay's destination grants.
+  stacks = synthAll({
+    alertWebhookUrl: "https://alerts.example.com/hooks",
+    alertEmail: "ops@example.com",
+    relayDestinations: [
+      "/subscriptions/00000000-1111-2222-3333-444444444444/resourceGroups/acme-rg/providers/Microsoft.ServiceBus/namespaces/acme-events/topics/orders",
+      "projects/acme-analytics/topics/orders",
+    ],
+  });
 });
 
 describe("the Azure and GCP stacks against the providers' schemas at the pinned versions", () => {

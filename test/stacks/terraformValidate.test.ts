@@ -24,9 +24,11 @@ const skip = !terraform ? "no terraform on PATH" : !version ? `no hashicorp/aws 
 if (skip) console.warn(`\n!!! terraform validate of the AWS stack SKIPPED: ${skip}\n`);
 
 describe("the AWS stack against the provider's schema (terraform validate)", () => {
-  it.skipIf(skip !== undefined)(`is valid for hashicorp/aws ${version ?? "?"} (management route, write-only secrets)`, () => {
+  it.skipIf(skip !== undefined)(`is valid for hashicorp/aws ${version ?? "?"} (management route, write-only secrets, the relay's destination grants)`, () => {
     const outdir = mkdtempSync(join(tmpdir(), "webhooks-validate-"));
-    synthesize({ outdir, clouds: ["aws"], config: testConfig({ alertWebhookUrl: "https://alerts.example.com/hooks" }), artifacts: { dir: fixtureArtifacts() } });
+    const relayDestinations = ["arn:aws:sqs:eu-west-1:123456789012:orders", "arn:aws:events:eu-west-1:123456789012:event-bus/orders",
+      { arn: "arn:aws:sns:eu-west-1:123456789012:audit", kmsKeyArn: "arn:aws:kms:eu-west-1:123456789012:key/0b6e3a8c-1f2d-4e5a-9b7c-3d2e1f0a9b8c" }];
+    synthesize({ outdir, clouds: ["aws"], config: testConfig({ alertWebhookUrl: "https://alerts.example.com/hooks", relayDestinations }), artifacts: { dir: fixtureArtifacts() } });
     const stackDir = join(outdir, "stacks", "webhooks-aws");
     const work = mkdtempSync(join(tmpdir(), "webhooks-validate-tf-"));
     const json = JSON.parse(readFileSync(join(stackDir, "cdk.tf.json"), "utf8")) as { terraform: { required_providers: { aws: { version: string } }; backend?: unknown } };
