@@ -16,6 +16,7 @@ import { seal } from "./envelope.js";
 import type { Keyring } from "./keyring.js";
 import { headerWhere, isUnreadableSecretError, openHeaders, openSecrets, openValue, secretsWhere } from "./subscriptionSecrets.js";
 import { authWhere, SECRET_FIELD, type StoredAuth } from "../outbound/endpointAuth/config.js";
+import { destinationWhere, type StoredDestination } from "../outbound/destinations/config.js";
 
 export interface ReencryptResult {
   /** Rows rewritten under the primary key. */
@@ -41,17 +42,20 @@ interface Row {
   headers: Record<string, string> | null;
   /** Endpoint authentication (migration 021): its one secret part is sealed (endpointAuth/config.ts). */
   auth: StoredAuth | null;
+  /** A queue destination (migration 025): the secret parts of its credentials under `sealed` (destinations/config.ts). */
+  destination: StoredDestination | null;
 }
 
 /** The secret part of `auth` (its field depends on the kind), in SQL. */
 const AUTH_SECRET_SQL = `auth ->> (CASE auth ->> 'kind' ${Object.entries(SECRET_FIELD).map(([k, f]) => `WHEN '${k}' THEN '${f}'`).join(" ")} END)`;
 
 /** Rows (deleted ones too: they still hold secrets) with a value not under `$1` (the primary's envelope prefix). */
-const STALE_ROWS = `SELECT id, secrets, headers, auth FROM outbound_subscriptions
+const STALE_ROWS = `SELECT id, secrets, headers, auth, destination FROM outbound_subscriptions
    WHERE id > $2
      AND (EXISTS (SELECT 1 FROM unnest(secrets) AS s(v) WHERE NOT starts_with(s.v, $1))
           OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) AS h(k, v) WHERE NOT starts_with(h.v, $1))
-          OR (auth IS NOT NULL AND NOT starts_with(${AUTH_SECRET_SQL}, $1)))
+          OR (auth IS NOT NULL AND NOT starts_with(${AUTH_SECRET_SQL}, $1))
+          OR EXISTS (SELECT 1 FROM jsonb_each_text(destination -> 'sealed') AS d(k, v) WHERE NOT starts_with(d.v, $1)))
    ORDER BY id
    LIMIT $3`;
 
@@ -69,6 +73,7 @@ export async function reencryptSecrets(q: Queryable, options: ReencryptOptions =
       let secrets: string[];
       let headers: Record<string, string>;
       let auth: StoredAuth | null = null;
+      let destination: StoredDestination | null = null;
       try {
         secrets = openSecrets(row.id, row.secrets).map((s) => seal(keyring, s, secretsWhere(row.id)));
         headers = Object.fromEntries(Object.entries(openHeaders(row.id, row.headers)).map(([k, v]) => [k, seal(keyring, v, headerWhere(row.id, k))]));
@@ -77,6 +82,13 @@ export async function reencryptSecrets(q: Queryable, options: ReencryptOptions =
           const where = authWhere(row.id, field);
           auth = { ...row.auth, [field]: seal(keyring, openValue((row.auth as unknown as Record<string, string>)[field]!, where), where) } as StoredAuth;
         }
+        if (row.destination) {
+          const sealed = Object.fromEntries(Object.entries(row.destination.sealed ?? {}).map(([field, value]) => {
+            const where = destinationWhere(row.id, field);
+            return [field, seal(keyring, openValue(value, where), where)];
+          }));
+          destination = { ...row.destination, sealed };
+        }
       } catch (error) {
         if (!isUnreadableSecretError(error)) throw error;
         result.unreadable.push({ id: row.id, error: (error as Error).message });
@@ -84,10 +96,12 @@ export async function reencryptSecrets(q: Queryable, options: ReencryptOptions =
       }
       // Guarded by the values read: a row changed meanwhile is left as it is (the writer sealed it).
       const { rowCount } = await q.query(
-        `UPDATE outbound_subscriptions SET secrets = $2::text[], headers = $3::jsonb, auth = $6::jsonb
-         WHERE id = $1 AND secrets = $4::text[] AND headers IS NOT DISTINCT FROM $5::jsonb AND auth IS NOT DISTINCT FROM $7::jsonb`,
+        `UPDATE outbound_subscriptions SET secrets = $2::text[], headers = $3::jsonb, auth = $6::jsonb, destination = $8::jsonb
+         WHERE id = $1 AND secrets = $4::text[] AND headers IS NOT DISTINCT FROM $5::jsonb AND auth IS NOT DISTINCT FROM $7::jsonb
+           AND destination IS NOT DISTINCT FROM $9::jsonb`,
         [row.id, secrets, JSON.stringify(headers), row.secrets, row.headers === null ? null : JSON.stringify(row.headers),
-          auth === null ? null : JSON.stringify(auth), row.auth === null ? null : JSON.stringify(row.auth)],
+          auth === null ? null : JSON.stringify(auth), row.auth === null ? null : JSON.stringify(row.auth),
+          destination === null ? null : JSON.stringify(destination), row.destination === null ? null : JSON.stringify(row.destination)],
       );
       if ((rowCount ?? 0) > 0) result.rewritten += 1;
       else result.skipped += 1;
@@ -109,6 +123,8 @@ export async function secretsByKey(q: Queryable): Promise<Record<string, number>
            SELECT h.v FROM outbound_subscriptions, jsonb_each_text(headers) AS h(k, v)
            UNION ALL
            SELECT ${AUTH_SECRET_SQL} FROM outbound_subscriptions WHERE auth IS NOT NULL
+           UNION ALL
+           SELECT d.v FROM outbound_subscriptions, jsonb_each_text(destination -> 'sealed') AS d(k, v)
            UNION ALL
            SELECT token FROM outbound_auth_tokens WHERE token IS NOT NULL) AS stored
      GROUP BY 1`,

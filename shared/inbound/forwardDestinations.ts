@@ -71,7 +71,8 @@ const nameSchema = z.string().check(
 /** What `addForwardDestination` accepts. */
 export const newForwardDestinationSchema = z.strictObject({
   name: nameSchema,
-  url: shape.url,
+  // Forwarding goes to HTTP endpoints only (a subscription's url is optional since it may have a destination instead).
+  url: shape.url.def.innerType,
   secrets: shape.secrets,
   description: shape.description,
   headers: shape.headers,
@@ -81,7 +82,7 @@ export const newForwardDestinationSchema = z.strictObject({
 
 /** What `updateForwardDestination` accepts: the given fields change; `filter`/`transformation` null removes them. */
 export const forwardDestinationChangeSchema = z.strictObject({
-  url: z.optional(shape.url),
+  url: shape.url,
   description: shape.description,
   headers: shape.headers,
   filter: z.optional(z.nullable(shape.filter.def.innerType)),

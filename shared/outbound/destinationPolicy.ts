@@ -51,6 +51,8 @@ export class DestinationRefusedError extends Error {
  * dead letter says so): this check makes no DNS request.
  */
 export function refusalOfUrl(policy: Pick<DestinationPolicy, "checkHost">, url: string): string | null {
+  // A queue destination's `url` is a description (sqs:…, rabbitmq:…; destinations/config.ts), checked at creation.
+  if (!url.startsWith("https://") && !url.startsWith("http://")) return null;
   let host: string;
   try {
     host = new URL(url).hostname;

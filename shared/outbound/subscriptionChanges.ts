@@ -14,8 +14,9 @@ import type { Queryable } from "../db/port.js";
 import type { DestinationPolicy } from "./destinationPolicy.js";
 import { NotFoundError, OutboundValidationError } from "./errors.js";
 import { NOTIFY_CHANNEL } from "./notify.js";
-import { checkDestination, storedAuthFor, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
+import { destinationFor, storedAuthFor, subscriptionInputSchema, toSubscription, type Subscription, type SubscriptionRow } from "./subscriptions.js";
 import type { AuthInput } from "./endpointAuth/config.js";
+import { MAX_HEADER_ATTRIBUTES, type DestinationInput } from "./destinations/config.js";
 import { parseOrThrow } from "./validation.js";
 import { filterToJsonPath } from "./filters.js";
 import { checkPatternsAgainstCatalogue } from "./catalogue.js";
@@ -28,6 +29,8 @@ import { sealHeaders } from "../crypto/subscriptionSecrets.js";
  */
 const EDITABLE: Record<string, string> = {
   url: "url",
+  // Replaced whole (credentials included), like auth; with the `url` column (destinationFor).
+  destination: "destination",
   eventTypes: "event_types",
   description: "description",
   maxAttempts: "max_attempts",
@@ -76,7 +79,11 @@ export async function updateSubscription(
   options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost"> } = {},
 ): Promise<Subscription & { warnings?: string[] }> {
   const valid = parseOrThrow(subscriptionChangeSchema(), input, "subscription change") as Record<string, unknown>;
-  if (typeof valid.url === "string") checkDestination(valid.url, options.destinationPolicy);
+  // A new url or destination (issue 31): which kind, its settings, its credentials sealed for this id.
+  const target = valid.destination !== undefined || typeof valid.url === "string"
+    ? destinationFor(id, { url: valid.url as string | undefined, destination: valid.destination as DestinationInput | undefined, auth: valid.auth as AuthInput | null | undefined, headers: valid.headers as Record<string, string> | undefined }, options.destinationPolicy)
+    : null;
+  if (!target && ((valid.auth !== undefined && valid.auth !== null) || valid.headers !== undefined)) await checkAgainstCurrentDestination(q, id, valid);
   // New patterns are checked against the catalogue of the subscription's application (issue 30).
   if (typeof valid.transformation === "string") await checkTransformation(valid.transformation);
   let warnings: string[] = [];
@@ -90,6 +97,7 @@ export async function updateSubscription(
   const sets: string[] = [];
   const values: unknown[] = [id];
   for (const [field, value] of Object.entries(valid)) {
+    if (field === "url" || field === "destination") continue; // below, together
     const column = EDITABLE[field]!;
     // Header values are stored encrypted, bound to this subscription (shared/crypto/subscriptionSecrets.ts).
     values.push(field === "auth" ? (auth ? JSON.stringify(auth.stored) : null) : field === "headers" ? JSON.stringify(sealHeaders(id, value as Record<string, string>)) : field === "eventTypes" ? [...new Set(value as string[])] : field === "filter" && value !== null ? JSON.stringify(value) : value);
@@ -102,8 +110,12 @@ export async function updateSubscription(
   }
   // A new rate restarts the limiter's clock (issue 15's rate_next_at), rather than keeping the old spacing.
   if ("rateLimitPerSecond" in valid) sets.push("rate_next_at = NULL");
-  const newUrl = typeof valid.url === "string";
-  if (newUrl) {
+  const newUrl = target !== null;
+  if (target) {
+    values.push(target.url);
+    sets.push(`url = $${values.length}`);
+    values.push(target.stored ? JSON.stringify(target.stored) : null);
+    sets.push(`destination = $${values.length}::jsonb`);
     sets.push("status = 'active'", "consecutive_failures = 0", "disabled_reason = NULL", "disabled_at = NULL", "next_probe_at = NULL");
   }
   const { rows } = await q.query<SubscriptionRow & { url_changed: boolean }>(
@@ -120,6 +132,23 @@ export async function updateSubscription(
   if (newUrl) await dueNow(q, id);
   if (auth) warnings.push(...auth.warnings);
   return { ...toSubscription(rows[0], false), ...(warnings.length > 0 ? { warnings } : {}) };
+}
+
+/**
+ * An edit of `auth` or `headers` alone, checked against the subscription's current destination:
+ * endpoint auth is for HTTP endpoints, and SQS and SNS carry few attributes (destinationFor).
+ */
+async function checkAgainstCurrentDestination(q: Queryable, id: string, valid: Record<string, unknown>): Promise<void> {
+  const { rows } = await q.query<{ destination: SubscriptionRow["destination"] }>("SELECT destination FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL", [id]);
+  const current = rows[0];
+  if (!current?.destination) return; // http (or absent: the update answers 404)
+  const headers = valid.headers as Record<string, string> | undefined;
+  const kind = current.destination.kind;
+  if (valid.auth) throw new OutboundValidationError(`Invalid subscription change: auth: endpoint authentication is for http destinations; this subscription delivers to ${kind} (its credentials are in destination.credentials)`, [{ path: "auth", message: "endpoint authentication is for http destinations" }]);
+  const max = MAX_HEADER_ATTRIBUTES[kind];
+  if (headers && max !== undefined && Object.keys(headers).length > max) {
+    throw new OutboundValidationError(`Invalid subscription change: headers: at most ${max} for a ${kind} destination (they travel as message attributes)`, [{ path: "headers", message: `at most ${max} for a ${kind} destination` }]);
+  }
 }
 
 /** Makes the subscription's waiting deliveries (that no relay holds) due now, and wakes the relays. */

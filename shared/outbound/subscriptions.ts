@@ -20,6 +20,7 @@ import { checkTransformation, MAX_TRANSFORMATION_LENGTH } from "./transformation
 import { DEFAULT_APPLICATION_ID } from "../tenancy/defaults.js";
 import { openHeaders, openSecrets, sealHeaders, sealSecrets } from "../crypto/subscriptionSecrets.js";
 import { authInputSchema, prepareAuth, publicAuth, type AuthInput, type PublicAuth, type StoredAuth } from "./endpointAuth/config.js";
+import { destinationInputSchema, MAX_HEADER_ATTRIBUTES, prepareDestination, publicDestination, type DestinationInput, type PublicDestination, type StoredDestination } from "./destinations/config.js";
 
 export type SubscriptionStatus = "active" | "degraded" | "disabled";
 
@@ -40,7 +41,10 @@ export interface Subscription {
   id: string;
   /** The application it belongs to (shared/tenancy/applications.ts); it gets that application's events only. */
   applicationId: string;
+  /** The endpoint URL; for a non-http destination a read-only description `<kind>:<where>` (destinations/config.ts). */
   url: string;
+  /** Where deliveries go (docs/destinations.md): `{kind: "http", url}` or a queue's settings, without the secret part of its credentials. */
+  destination: PublicDestination;
   eventTypes: string[];
   /** Present only when created, or when asked for with `includeSecrets`. */
   secrets?: string[];
@@ -83,7 +87,10 @@ function filterSchema() {
 
 /** What `createSubscription` accepts. */
 export const subscriptionInputSchema = z.strictObject({
-  url: urlSchema,
+  /** The endpoint (an http destination). Give `url` or `destination`. */
+  url: z.optional(urlSchema),
+  /** Where deliveries go when not an HTTP endpoint (issue 31): an SQS queue, SNS topic, EventBridge bus, Service Bus queue or topic, Pub/Sub topic, RabbitMQ exchange. Give `url` or `destination`. */
+  destination: z.optional(destinationInputSchema),
   eventTypes: z
     .array(z.string().check(z.superRefine((p, ctx) => {
       const problem = eventPatternProblem(p);
@@ -159,6 +166,8 @@ export interface SubscriptionRow {
   auth?: StoredAuth | null;
   /** Migration 023. */
   send_traceparent?: boolean;
+  /** Migration 025; null: http at `url`. Its secret parts sealed (destinations/config.ts). */
+  destination?: StoredDestination | null;
   paused_at: Date | null;
   status: SubscriptionStatus;
   consecutive_failures: number;
@@ -185,6 +194,7 @@ export function toSubscription(row: SubscriptionRow, includeSecrets: boolean): S
     id: row.id,
     applicationId: row.application_id,
     url: row.url,
+    destination: publicDestination(row.destination, row.url),
     eventTypes: row.event_types,
     // Stored encrypted (shared/crypto/subscriptionSecrets.ts); decrypted only for the answer.
     ...(includeSecrets ? withPublicKeys(openSecrets(row.id, row.secrets)) : {}),
@@ -229,11 +239,11 @@ export async function createSubscription(
   options: { destinationPolicy?: Pick<DestinationPolicy, "checkHost">; requestedBy?: string } = {},
 ): Promise<Subscription & { backfilled?: number; warnings?: string[] }> {
   const valid = parseOrThrow(createSubscriptionSchema, input, "subscription");
-  checkDestination(valid.url, options.destinationPolicy);
+  const id = `sub_${randomBytes(12).toString("base64url")}`;
+  const target = destinationFor(id, valid, options.destinationPolicy);
   // Patterns no catalogue entry matches: refused by a strict catalogue, else warned of (issue 30).
   const warnings = await checkPatternsAgainstCatalogue(q, valid.eventTypes, valid.applicationId ?? DEFAULT_APPLICATION_ID);
   if (valid.transformation !== undefined) await checkTransformation(valid.transformation);
-  const id = `sub_${randomBytes(12).toString("base64url")}`;
   const auth = valid.auth === undefined ? null : storedAuthFor(id, valid.auth, options.destinationPolicy);
   if (auth) warnings.push(...auth.warnings); // a client certificate expiring soon
   const warned = warnings.length > 0 ? { warnings } : {};
@@ -243,7 +253,7 @@ export async function createSubscription(
   const secrets = valid.secrets ?? [generateSecret(valid.signatureScheme)];
   const eventTypes = [...new Set(valid.eventTypes)];
   // Secrets and header values are written encrypted, bound to this id (docs/secrets.md).
-  const values = [id, valid.url, eventTypes, sealSecrets(id, secrets), valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(sealHeaders(id, valid.headers ?? {}))];
+  const values = [id, target.url, eventTypes, sealSecrets(id, secrets), valid.description ?? null, valid.maxAttempts ?? null, JSON.stringify(sealHeaders(id, valid.headers ?? {}))];
   // The filter as given (shown back) and compiled (what the fan-out evaluates); both or neither.
   const filter = valid.filter === undefined ? [null, null] : [JSON.stringify(valid.filter), filterToJsonPath(valid.filter)];
   const flow = [valid.maxInFlight ?? null, valid.rateLimitPerSecond ?? null, valid.attemptTimeoutMs ?? null, valid.ordered ?? false];
@@ -254,10 +264,10 @@ export async function createSubscription(
   if (!valid.backfill) {
     const { rows } = await q.query<SubscriptionRow>(
       `WITH app AS (${liveApp.replace("$APP", "$12")})
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth, send_traceparent)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text, $16::jsonb, $17::bool FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth, send_traceparent, destination)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $8::int, $9::float8, $10::int, $11::bool, $13::jsonb, $14::jsonpath, $15::text, $16::jsonb, $17::bool, $18::jsonb FROM app
        RETURNING *`,
-      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null, valid.sendTraceparent ?? true],
+      [...values, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null, valid.sendTraceparent ?? true, target.stored ? JSON.stringify(target.stored) : null],
     );
     if (!rows[0]) throw new NotFoundError("application", applicationId);
     return { ...toSubscription(rows[0], true), ...warned };
@@ -274,8 +284,8 @@ export async function createSubscription(
        LIMIT $10 + 1
      ),
      created AS (
-       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth, send_traceparent)
-       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text, $21::jsonb, $22::bool FROM app
+       INSERT INTO outbound_subscriptions (id, application_id, url, event_types, secrets, description, max_attempts, headers, max_in_flight, rate_limit_per_second, attempt_timeout_ms, ordered, filter, filter_path, transformation, auth, send_traceparent, destination)
+       SELECT $1, app.id, $2, $3::text[], $4::text[], $5, $6, $7::jsonb, $13::int, $14::float8, $15::int, $16::bool, $18::jsonb, $19::jsonpath, $20::text, $21::jsonb, $22::bool, $23::jsonb FROM app
        WHERE (SELECT count(*) FROM past) <= $10
        RETURNING *
      ),
@@ -289,7 +299,7 @@ export async function createSubscription(
      SELECT created.*, (SELECT count(*) FROM past) AS matching, (SELECT count(*) FROM sent) AS backfilled,
             (SELECT count(*) FROM woken) AS woken, (SELECT count(*) FROM app) AS live_app
      FROM (SELECT 1) AS one LEFT JOIN created ON true`,
-    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null, valid.sendTraceparent ?? true],
+    [...values, valid.backfill.since, valid.backfill.until ?? null, MAX_BACKFILL_EVENTS, options.requestedBy ?? null, NOTIFY_CHANNEL, ...flow, applicationId, ...filter, valid.transformation ?? null, auth ? JSON.stringify(auth.stored) : null, valid.sendTraceparent ?? true, target.stored ? JSON.stringify(target.stored) : null],
   );
   const row = rows[0]!;
   if (Number((row as unknown as { live_app: string }).live_app) === 0) throw new NotFoundError("application", applicationId);
@@ -300,6 +310,35 @@ export async function createSubscription(
     );
   }
   return { ...toSubscription(row, true), backfilled: Number(row.backfilled), ...warned };
+}
+
+/**
+ * Where a new or edited subscription delivers, from its `url` or `destination` (exactly one): the
+ * `url` column's value and, for a non-http kind, the stored destination (secret parts sealed for
+ * `id`). Endpoint auth is for HTTP endpoints only, and custom headers, which travel as message
+ * attributes, are bounded where the service bounds attributes (SQS, SNS: 10 in all, 4 ours).
+ */
+export function destinationFor(
+  id: string,
+  valid: { url?: string | null; destination?: DestinationInput | null; auth?: AuthInput | null; headers?: Record<string, string> },
+  policy: Pick<DestinationPolicy, "checkHost"> | undefined,
+): { url: string; stored: StoredDestination | null } {
+  const refuse = (path: string, message: string): never => {
+    throw new OutboundValidationError(`Invalid subscription: ${path}: ${message}`, [{ path, message }]);
+  };
+  if (valid.url != null && valid.destination != null) refuse("destination", "give url (an HTTP endpoint) or destination, not both");
+  if (valid.url == null && valid.destination == null) refuse("url", "give url (an HTTP endpoint such as https://example.com/webhooks) or destination (a queue or broker: docs/destinations.md)");
+  const destination = valid.destination ?? { kind: "http" as const, url: valid.url! };
+  if (destination.kind === "http") {
+    checkDestination(destination.url, policy);
+    return { url: destination.url, stored: null };
+  }
+  if (valid.auth != null) refuse("auth", `endpoint authentication is for http destinations; a ${destination.kind} destination takes its credentials in destination.credentials`);
+  const maxHeaders = MAX_HEADER_ATTRIBUTES[destination.kind];
+  if (maxHeaders !== undefined && valid.headers && Object.keys(valid.headers).length > maxHeaders) {
+    refuse("headers", `at most ${maxHeaders} for a ${destination.kind} destination: they travel as message attributes, of which ${destination.kind.toUpperCase()} carries 10 and the Standard Webhooks headers and content-type take 4`);
+  }
+  return prepareDestination(id, destination, policy);
 }
 
 /**

@@ -1,0 +1,11 @@
+-- Destinations beyond HTTP (issue 31, docs/destinations.md): a subscription may deliver into an
+-- SQS queue, an SNS topic, an EventBridge bus, a Service Bus queue or topic, a Pub/Sub topic or a
+-- RabbitMQ exchange instead of POSTing to a URL.
+-- `destination` holds the kind and its settings (shared/outbound/destinations/config.ts); the
+-- secret parts of its credentials (an AWS secret key, a connection string, a private key, a
+-- password) are envelopes (enc.v1.…) under `sealed`, bound to the subscription and the field, like
+-- signing secrets. NULL: an HTTP endpoint, at `url`. For the other kinds `url` keeps a read-only
+-- description `<kind>:<where>` (sqs:https://sqs…/orders, rabbitmq:amqps://…?exchange=…), which
+-- never starts with http: the relay routes on it without reading this column on its hot path.
+-- Nullable, no default: no table rewrite.
+ALTER TABLE outbound_subscriptions ADD COLUMN destination jsonb;
