@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ADMIN_FILES } from "../shared/admin/assets.js";
+import { PORTAL_FILES } from "../shared/portal/assets.js";
 
 export const CLOUDS = ["aws", "azure", "gcp"] as const;
 /** `migrate` runs once per deploy with the database owner's rights (shared/cloud/prepareDatabase.ts). */
@@ -129,11 +130,13 @@ const trims: Plugin = {
       if (!source.includes(MIGRATIONS_URL)) throw new Error(`${args.path} no longer reads ${MIGRATIONS_URL}; update the bundling of migrations in functions/build.ts.`);
       return { contents: source.replace(MIGRATIONS_URL, JSON.stringify("./sql/migrations/")), loader: "ts" };
     });
-    // The admin page's files are read from shared/admin/ locally; a bundle has no such folder, so
-    // the management function carries their text (only it reaches assetFiles.ts).
-    b.onLoad({ filter: /shared[\\/]admin[\\/]assetFiles\.ts$/ }, async (args) => {
+    // The admin page's and the customer portal's files are read from shared/admin/ and
+    // shared/portal/ locally; a bundle has no such folders, so the management function carries
+    // their text (only it reaches assetFiles.ts).
+    b.onLoad({ filter: /shared[\\/](admin|portal)[\\/]assetFiles\.ts$/ }, async (args) => {
       const files: Record<string, string> = {};
-      for (const name of Object.keys(ADMIN_FILES)) files[name] = await readFile(join(dirname(args.path), name), "utf8");
+      const names = /[\\/]portal[\\/]assetFiles\.ts$/.test(args.path) ? PORTAL_FILES : ADMIN_FILES;
+      for (const name of Object.keys(names)) files[name] = await readFile(join(dirname(args.path), name), "utf8");
       return {
         contents: `const FILES = ${JSON.stringify(files)};\nexport async function readAssetFile(name) { if (!Object.hasOwn(FILES, name)) throw new Error("admin file " + name + " is not in the bundle"); return FILES[name]; }`,
         loader: "js",

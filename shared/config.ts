@@ -7,6 +7,7 @@ import * as z from "zod/mini";
 import { MIN_RETENTION_DAYS } from "./retention/policy.js";
 import { safeParse } from "./safeParse.js";
 import { parseEncryptionKeys } from "./crypto/keyring.js";
+import { parseOriginList } from "./portal/origins.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -111,6 +112,15 @@ const schema = z.object({
    * embedded database uses a key generated into `<DATA_DIR>.encryption-keys`; PostgreSQL refuses to start.
    */
   ENCRYPTION_KEYS: z.optional(z.string()),
+  /**
+   * Origins that may frame every application's customer portal (CSP `frame-ancestors`),
+   * comma-separated (`https://shop.example.com,https://*.example.org`), besides each application's
+   * own list (docs/portal.md#embedding). Default: none; the portal cannot be framed.
+   */
+  PORTAL_FRAME_ANCESTORS: z._default(z.string().check(z.refine((s: string) => { try { parseOriginList(s); return true; } catch { return false; } },
+    "use comma-separated origins such as https://shop.example.com (scheme, host, optional port; no path)")), ""),
+  /** Where customers reach this platform (`https://webhooks.example.com`): portal links are made on it. Absent: the request's own host. */
+  PORTAL_BASE_URL: z.optional(z.url()),
   /** Signing secret (`whsec_…`) of the alert subscription, so the receiver can verify alerts. Absent: generated, not retrievable. */
   ALERT_WEBHOOK_SECRET: z.optional(z.string().check(z.regex(/^whsec_[A-Za-z0-9+/=]{32,}$/, "use whsec_ followed by base64 (e.g. from `webhooks subscriptions create`)"))),
 });

@@ -90,7 +90,7 @@ export function createManagementHost(options: ManagementHostOptions): Management
         routes,
         adminToken: "",
         // The token of this request (see handle); an empty one matches nothing.
-        authenticate: (headers) => auth?.authenticate(headers),
+        authenticate: (headers, request) => auth?.authenticate(headers, request),
         maxBodyBytes: options.maxBodyBytes,
         logger,
         mapError: mapPlatformError,

@@ -42,6 +42,12 @@ export interface Attempt {
   latencyMs: number;
   errorClass: string | null;
   responseExcerpt: string | null;
+  /** What it sent (migration 026; shared/outbound/transport.ts headersForLog); null before it, or when nothing was sent. */
+  requestHeaders: Record<string, string> | null;
+  /** Made by a listener (`webhooks listen`, migration 027): its id; null for the relay's attempts. */
+  listenerId: string | null;
+  /** A listener's attempt: the local receiver's response headers (an excerpt); null otherwise. */
+  responseHeaders: Record<string, string> | null;
   probe: boolean;
   /** The relay had lost its lease: the attempt happened, its outcome was not applied. */
   stale: boolean;
@@ -107,7 +113,8 @@ export async function getDelivery(q: Queryable, id: string): Promise<Delivery> {
 export async function listAttempts(q: Queryable, deliveryId: string, page: { after?: number; limit?: number } = {}): Promise<Attempt[]> {
   const { rows } = await q.query<Attempt & { id: string | number }>(
     `SELECT id, attempt_number AS "attemptNumber", result, status, latency_ms AS "latencyMs",
-            error_class AS "errorClass", response_excerpt AS "responseExcerpt", probe, stale, created_at AS "createdAt"
+            listener_id AS "listenerId", response_headers AS "responseHeaders",
+            error_class AS "errorClass", response_excerpt AS "responseExcerpt", request_headers AS "requestHeaders", probe, stale, created_at AS "createdAt"
      FROM outbound_attempts WHERE delivery_id = $1 AND ($2::bigint IS NULL OR id > $2) ORDER BY id LIMIT $3`,
     [deliveryId, page.after ?? null, page.limit ?? null],
   );

@@ -73,6 +73,26 @@ export interface DeliveryOutcome {
   retryAfterSeconds: number | null;
   /** What the receiver said about its rate limit (RateLimit-*, X-RateLimit-* headers), when it said anything. */
   rateLimit?: RateLimitInfo | null;
+  /**
+   * The request headers sent, for the attempt log (headersForLog: the values of custom and
+   * authentication headers replaced); absent when nothing was sent.
+   */
+  requestHeaders?: Record<string, string> | null;
+}
+
+/** Headers whose values the attempt log keeps: the transport's own, which carry no secret. */
+const LOGGED_HEADER_VALUES = new Set(["content-type", "user-agent", "webhook-id", "webhook-timestamp", "webhook-signature", "traceparent", "tracestate"]);
+export const REDACTED_HEADER_VALUE = "[redacted]";
+
+/**
+ * `headers` as the attempt log keeps them: every name, but the value only of the transport's own
+ * headers. A subscription's custom header values are stored encrypted (docs/secrets.md) and an
+ * Authorization header is a credential: neither is written in clear beside each attempt.
+ */
+export function headersForLog(headers: Record<string, string>): Record<string, string> {
+  const logged: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) logged[name] = LOGGED_HEADER_VALUES.has(name.toLowerCase()) ? value : REDACTED_HEADER_VALUE;
+  return logged;
 }
 
 export interface Transport {
@@ -118,11 +138,14 @@ const EXCHANGE_BODY_BYTES = 16 * 1024;
 /** Most client-certificate pools kept open at once. */
 const MAX_CLIENT_CERTIFICATE_POOLS = 256;
 
+/** The `user-agent` of every attempt (a listener's forwarded requests carry it too: docs/listen.md). */
+export const DEFAULT_USER_AGENT = "multicloud-webhooks/0.1 (+standard-webhooks)";
+
 /** Builds a transport. Invalid allow-list entries throw here. */
 export function createTransport(options: TransportOptions = {}): Transport {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const excerptBytes = options.responseExcerptBytes ?? 1024;
-  const userAgent = options.userAgent ?? "multicloud-webhooks/0.1 (+standard-webhooks)";
+  const userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
   const policy = createDestinationPolicy({ allowed: options.allowedDestinations ?? [], resolve: options.resolve });
 
   // Every connection goes through the policy: names via `lookup` (each resolved address checked,
@@ -197,18 +220,20 @@ export function createTransport(options: TransportOptions = {}): Transport {
     }
     // A subscription's own deadline may be shorter, never longer than the transport's (its pool's timeouts).
     const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
+    const headers = {
+      ...req.headers,
+      "content-type": "application/json",
+      "user-agent": userAgent,
+      "webhook-id": req.webhookId,
+      "webhook-timestamp": String(req.timestamp),
+      "webhook-signature": signature,
+    };
+    const requestHeaders = headersForLog(headers);
     try {
       const res = await postOnce(agentFor(req.clientCertificate), {
         origin: url.origin,
         path: url.pathname + url.search,
-        headers: {
-          ...req.headers,
-          "content-type": "application/json",
-          "user-agent": userAgent,
-          "webhook-id": req.webhookId,
-          "webhook-timestamp": String(req.timestamp),
-          "webhook-signature": signature,
-        },
+        headers,
         body: req.body,
         deadlineMs: deadline,
         excerptBytes,
@@ -222,10 +247,11 @@ export function createTransport(options: TransportOptions = {}): Transport {
         responseExcerpt: decodeExcerpt(res.excerpt),
         retryAfterSeconds: parseRetryAfter(res.retryAfter),
         rateLimit: res.rateLimit ? parseRateLimit(res.rateLimit) : null,
+        requestHeaders,
       });
     } catch (err) {
       const errorClass = classifyError(err);
-      return outcome({ result: errorClass === "destination_refused" ? "permanent" : "retryable", status: null, errorClass, responseExcerpt: null, retryAfterSeconds: null });
+      return outcome({ result: errorClass === "destination_refused" ? "permanent" : "retryable", status: null, errorClass, responseExcerpt: null, retryAfterSeconds: null, requestHeaders });
     }
   }
 

@@ -17,9 +17,11 @@ export type Principal = AnyPrincipal;
 /**
  * Decides who sent a request from its headers (lower-case names): a Principal, or undefined
  * (answered 401). Runs only for `auth: "admin"` routes. Default: the bearer token compared in
- * constant time with ADMIN_TOKEN.
+ * constant time with ADMIN_TOKEN. `request.method` lets a cookie credential (the portal's session,
+ * shared/portal/sessionAuth.ts) demand its CSRF proof on the methods that change something; it
+ * may throw an HttpError (403) to refuse the request outright.
  */
-export type Authenticator = (headers: IncomingHttpHeaders) => Principal | undefined | Promise<Principal | undefined>;
+export type Authenticator = (headers: IncomingHttpHeaders, request?: { method: string }) => Principal | undefined | Promise<Principal | undefined>;
 
 /** The default authenticator: `Authorization: Bearer <token>`, compared in constant time. */
 export function bearerAuthenticator(token: string): Authenticator {

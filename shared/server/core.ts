@@ -194,7 +194,7 @@ export function createApp(options: AppOptions): App {
       if (!m) continue;
       allowed.add(route.method);
       if (route.method !== method && !(method === "HEAD" && route.method === "GET")) continue;
-      const principal = route.auth === "admin" ? await authenticate(raw.headers) : undefined;
+      const principal = route.auth === "admin" ? await authenticate(raw.headers, { method }) : undefined;
       if (route.auth === "admin" && !principal) {
         throw new HttpError(401, "unauthorized", "Missing, wrong or revoked bearer token: send `Authorization: Bearer <API key or ADMIN_TOKEN>`.", undefined, { "www-authenticate": "Bearer" });
       }

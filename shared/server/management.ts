@@ -21,9 +21,11 @@ import { outboundRoutes } from "./routes/outbound.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { catalogueRoutes } from "./routes/catalogue.js";
 import { forwardingRoutes } from "./routes/forwarding.js";
+import { listenerRoutes } from "./routes/listeners.js";
 import { instrumentRoutes } from "../telemetry/instrument.js";
 import { withAccessControl } from "../tenancy/access.js";
 import { tenancyRoutes } from "./routes/tenancy.js";
+import { portalRoutes } from "./routes/portal.js";
 
 export interface ManagementContext extends PlatformContext {
   /**
@@ -46,6 +48,8 @@ export interface ManagementOptions {
 const MAKES_DELIVERIES_DUE = new Set([
   "sendEvent", "sendEvents", "resendEvent", "sendTestEvent", "replayDeadLetter", "replayDeadLetters",
   "createSubscription", "updateSubscription", "resumeSubscription", "enableSubscription",
+  // A listener detached: what it held is due again, and the relays may resume the subscription.
+  "detachListener",
 ]);
 
 function healthRoute(ctx: ManagementContext): Route {
@@ -113,6 +117,7 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
   const routes: Route[] = instrumentRoutes(withAccessControl([
     healthRoute(ctx),
     ...subscriptionRoutes(ctx),
+    ...listenerRoutes(ctx),
     ...catalogueRoutes(ctx),
     ...outboundRoutes(ctx),
     ...(options.ingest ? [options.ingest] : []),
@@ -120,6 +125,7 @@ export function managementRoutes(ctx: ManagementContext, options: ManagementOpti
     ...forwardingRoutes(ctx),
     ...adminRoutes(ctx),
     ...tenancyRoutes(ctx),
+    ...portalRoutes(ctx),
     ...(options.metrics ? [options.metrics] : []),
   ], ctx.db, ctx.logger)).map((route) => pageUnderBase(wakingRelay(ctx, route)));
   // Served by another function on this host: documented all the same, never mounted here.

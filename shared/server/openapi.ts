@@ -87,7 +87,8 @@ function operation(route: Route): JsonSchema {
     tags: [doc.tag],
     ...(parameters.length ? { parameters } : {}),
     responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
-    security: route.auth === "admin" ? [{ bearer: [] }] : [],
+    // Application operations also take the customer portal's session cookie (docs/portal.md).
+    security: route.auth !== "admin" ? [] : access?.audience === "application" ? [{ bearer: [] }, { portalSession: [] }] : [{ bearer: [] }],
     // Who may call it, as enforced (docs/tenancy.md); the scope test walks the document by it.
     ...(route.auth === "admin" && access ? { "x-access": { action: access.action, audience: access.audience, ...(access.resource ? { resource: access.resource, param: access.param ?? "id" } : {}) } } : {}),
   };
@@ -126,7 +127,9 @@ export function openApiDocument(routes: readonly Route[], info: DocumentInfo): J
     tags,
     paths,
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key (`whk_…`, POST /keys; its scope is in `x-access` of each operation) or the bootstrap token: the platform's ADMIN_TOKEN (locally) or the management token in the cloud's secret store." } },
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key (`whk_…`, POST /keys; its scope is in `x-access` of each operation) or the bootstrap token: the platform's ADMIN_TOKEN (locally) or the management token in the cloud's secret store." },
+        portalSession: { type: "apiKey", in: "cookie", name: "whp_session", description: "A customer portal session (POST /portal/sessions exchanges a portal link for it): scoped as an application key to its link's application and access. A change made with it also needs the `x-csrf-token` header of GET /portal/session." },
+      },
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import * as z from "zod/mini";
 import { INBOX_STATUSES } from "../inbound/inbox.js";
+import type { PublicDestination } from "../outbound/destinations/config.js";
 
 const time = z.iso.datetime();
 const nullableTime = z.nullable(time);
@@ -53,10 +54,56 @@ const endpointAuthSchema = z.union([
   z.strictObject({ kind: z.literal("basic"), username: z.string() }),
 ]).check(z.describe("How the relay authenticates to the endpoint; the secret part (client secret, private key, password) is stored encrypted and never answered."));
 
+/** The readable part of a destination's credentials: never the secret key, connection string, private key or password. */
+const destinationCredentials = <S extends z.core.$ZodType>(readable: S, what: string) =>
+  z.nullable(readable).check(z.describe(`${what}; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered.`));
+const awsCredentials = destinationCredentials(z.strictObject({ accessKeyId: z.string() }), "The access key id it sends with");
+const nullableHost = z.nullable(z.string());
+
+/** What the API shows of a subscription's destination (issue 31, docs/destinations.md): its kind, its settings with defaults filled in, and no secret. */
+const destinationSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("http"), url: z.string() }),
+  z.strictObject({
+    kind: z.literal("sqs"), queueUrl: z.string(), region: z.string(), endpoint: nullableHost,
+    /** A `.fifo` queue: the ordering key is the message group, webhook-id the deduplication id. */
+    fifo: z.boolean(),
+    credentials: awsCredentials,
+  }),
+  z.strictObject({ kind: z.literal("sns"), topicArn: z.string(), region: z.string(), endpoint: nullableHost, fifo: z.boolean(), credentials: awsCredentials }),
+  z.strictObject({
+    kind: z.literal("eventbridge"), eventBus: z.string(), region: z.string(), source: z.string(),
+    /** null: each event's type. */
+    detailType: nullableText,
+    endpoint: nullableHost, credentials: awsCredentials,
+  }),
+  z.strictObject({
+    kind: z.literal("servicebus"), queue: nullableText, topic: nullableText, namespace: z.string(),
+    credentials: destinationCredentials(z.strictObject({ keyName: nullableText }), "The shared access policy of its connection string"),
+  }),
+  z.strictObject({
+    kind: z.literal("pubsub"), topic: z.string(), endpoint: nullableHost, emulator: z.boolean(),
+    credentials: destinationCredentials(z.strictObject({ clientEmail: z.string() }), "The service account it publishes as"),
+  }),
+  z.strictObject({
+    kind: z.literal("rabbitmq"), url: z.string(), exchange: z.string(), routingKey: z.string(),
+    credentials: destinationCredentials(z.strictObject({ username: z.string() }), "The user it connects as"),
+  }),
+]).check(z.describe("Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only."));
+/**
+ * The answer's schema is the core's public view, field for field: a field added to one alone fails
+ * to compile. (The schema's credentials are per kind, the core's type a union of all kinds': that
+ * one direction is checked without them.)
+ */
+type WithoutCredentials<T> = T extends unknown ? Omit<T, "credentials"> : never;
+type SameShape<A, B> = [A] extends [B] ? ([WithoutCredentials<B>] extends [WithoutCredentials<A>] ? true : false) : false;
+export const DESTINATION_SCHEMA_MATCHES: SameShape<z.infer<typeof destinationSchema>, PublicDestination> = true;
+
 export const subscriptionSchema = z.strictObject({
   id: z.string(),
   applicationId: z.string(),
+  /** The endpoint URL; for another kind of destination, a read-only description `<kind>:<where>`. */
   url: z.string(),
+  destination: destinationSchema,
   eventTypes: z.array(z.string()),
   secrets: z.optional(z.array(z.string())),
   /** With `secrets`: the `whpk_…` public keys of its v1a (`whsk_…`) signing keys. */
@@ -154,6 +201,12 @@ export const attemptSchema = z.strictObject({
   latencyMs: z.number(),
   errorClass: nullableText,
   responseExcerpt: nullableText,
+  /** What the attempt sent (migration 026): every header's name, the values of custom and authentication headers `[redacted]`; null for attempts logged before it, or none sent. */
+  requestHeaders: z.optional(z.nullable(z.record(z.string(), z.string()))),
+  /** Made by a listener (`webhooks listen`, docs/listen.md): its id; null for the relay's attempts. */
+  listenerId: z.optional(z.nullable(z.string())),
+  /** A listener's attempt: the local receiver's response headers (an excerpt). */
+  responseHeaders: z.optional(z.nullable(z.record(z.string(), z.string()))),
   probe: z.boolean(),
   stale: z.boolean(),
   createdAt: time,

@@ -9,10 +9,16 @@ export interface BootstrapPrincipal {
   kind: "admin";
 }
 
-/** An API key (shared/tenancy/apiKeys.ts). */
+/**
+ * An API key (shared/tenancy/apiKeys.ts), or a customer portal session (shared/portal/sessions.ts):
+ * then `keyId` is the session id (`ps_…`, the audit log's actor), `applicationId` its link's, and
+ * `session` says so. A session is authorized exactly as an application key with its access.
+ */
 export interface KeyPrincipal {
   kind: "key";
   keyId: string;
+  /** Set for a portal session: when it ends. */
+  session?: { expiresAt: Date; returnUrl: string | null; csrfToken: string };
   /** null: every application (an operator key); else the only one it sees. */
   applicationId: string | null;
   /** `read` changes nothing. */

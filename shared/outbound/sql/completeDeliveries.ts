@@ -31,7 +31,7 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26), then the delivery state and attempt log ($8–$20, 429s $27). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
@@ -108,9 +108,9 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    ),
    c AS (
      SELECT * FROM unnest($8::text[], $9::uuid[], $10::text[], $11::float8[], $12::text[], $13::bool[],
-                          $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[], $27::bool[])
+                          $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[], $27::bool[], $28::jsonb[])
        AS c(id, token, status, delay, dead_reason, counted, last_status, error_class, attempt_number, result,
-            latency_ms, response_excerpt, probe, limited)
+            latency_ms, response_excerpt, probe, limited, request_headers)
    ),
    applied AS (
      UPDATE outbound_deliveries d SET
@@ -154,11 +154,12 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    ),
    -- Every attempt is logged, a stale one too, unless its delivery is gone (purged by retention
    -- while this lease was long expired): an attempt log row needs a delivery to belong to.
-   -- led_to: the status this attempt set (migration 038), so what it decided outlives a replay.
+   -- led_to: the status this attempt set (migration 038), so what it decided outlives a replay;
+   -- request_headers: what it sent, secret values replaced (migration 026, the portal shows it).
    logged AS (
-     INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale, led_to)
+     INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale, led_to, request_headers)
      SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe, NOT c.applied,
-            CASE WHEN c.applied THEN c.status END
+            CASE WHEN c.applied THEN c.status END, c.request_headers
      FROM (SELECT c.*, EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id) AS applied FROM c) c
      -- CASE so the lookup runs only for stale rows, one index probe each (never a hash of the table).
      WHERE CASE WHEN c.applied THEN true ELSE coalesce((SELECT true FROM outbound_deliveries d WHERE d.id = c.id), false) END
@@ -209,14 +210,16 @@ export async function releaseNext(q: Queryable, keys: readonly { subscriptionId:
  * nothing else may wait on the same rows in another order: an operator's resume touches only
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
-export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy): Promise<CompletionResult> {
+export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy, options: { endpointHealth?: boolean } = {}): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [], holds: [] };
   // A batch with ordered deliveries moves keys on and then makes their next deliveries due: two
   // statements that must commit together (or a crash between them would leave a key stuck).
   if ("transaction" in db && completions.some((c) => c.delivery.orderingKey != null)) {
-    return db.transaction((tx) => completeDeliveries(tx, completions, health));
+    return db.transaction((tx) => completeDeliveries(tx, completions, health, options));
   }
-  const updates = summariseHealth(completions);
+  // `endpointHealth: false`: attempts that went elsewhere than the endpoint (a listener's, on a
+  // developer's machine: docs/listen.md) move none of its health, breaker or learnt rate.
+  const updates = options.endpointHealth === false ? [] : summariseHealth(completions);
   // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
   // attempt is logged, even a stale one (the request did reach, or try to reach, the receiver),
   // unless retention has deleted its delivery meanwhile.
@@ -250,6 +253,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
       updates.map((u) => u.acceptedPerSecond),
       updates.map((u) => u.statedPerSecond),
       completions.map((c) => c.outcome.status === 429),
+      completions.map((c) => (c.outcome.requestHeaders ? JSON.stringify(c.outcome.requestHeaders) : null)),
     ],
   );
   const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));
