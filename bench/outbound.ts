@@ -18,6 +18,11 @@
  * targets (ours ≥ 2× graphile-worker's best, ours ≥ 70 % of the receiver ceiling) would need:
  * the CPU per event left for the outbox once the HTTP cost alone (transport-alone row) is paid,
  * against what ours spends. Bounds at 100 % of every core, not predictions (bench/outbound/budget.ts).
+ * Over the same window it reads the whole machine's CPU (/proc/stat): what other processes took per
+ * event (other tenants of this shared machine, PostgreSQL's background writers) and how long the
+ * cores sat idle, so the part of the bound a contender did not reach is split into CPU others took
+ * and time nobody used (waits: round trips, batching, locks). "Where the next microsecond is" then
+ * lists each contender's CPU per event by part, with what one microsecond less would add to its bound.
  *
  *   npm run bench:outbound
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
@@ -31,7 +36,7 @@ import { measureCeiling } from "./outbound/ceiling.js";
 import { runGraphile } from "./outbound/graphile.js";
 import { runOurs } from "./outbound/ours.js";
 import { BASELINE_COMMIT, loadBaseline } from "./outbound/baseline.js";
-import { type ReceiverStats, type RunResult, startReceiver } from "./outbound/support.js";
+import { type MachineCpu, type ReceiverStats, type RunResult, startReceiver } from "./outbound/support.js";
 import { measureTransport } from "./outbound/transportOnly.js";
 import { closeTelemetryPeer, runTelemetrySide } from "./outbound/telemetrySide.js";
 import { median, printTable } from "./table.js";
@@ -45,7 +50,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 5);
 
-interface Sample { perSecond: number; cpuUsPerEvent: number; dbCpuUsPerEvent: number | null; rxCpuUsPerEvent: number | null; enqueuePerSecond: number | null; notes: string[] }
+interface Sample { perSecond: number; events: number; cpuUsPerEvent: number; dbCpuUsPerEvent: number | null; rxCpuUsPerEvent: number | null; enqueuePerSecond: number | null; machine: MachineCpu | null; notes: string[] }
 /** `rx` reads the receiver's stats, so each run records the receiver's CPU over its own window. */
 interface Contender { name: string; kind: "ours" | "baseline" | "graphile" | "reference" | "diagnostic"; run: (url: string, rx: ReceiverStats) => Promise<Sample> }
 
@@ -76,11 +81,11 @@ const allContenders: Contender[] = [
   { name: `diagnostic: our relay, defaults, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx }).then(fromRun) },
   { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true, receiver: rx }).then(fromRun) },
   { name: "our transport alone (no database)", kind: "reference", run: (u, rx) => measureTransport(u, C, CEILING_SECONDS, rx).then((r) => ({
-    perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.sent), enqueuePerSecond: null,
+    perSecond: r.perSecond, events: r.sent, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.sent), enqueuePerSecond: null, machine: r.receiver?.machine ?? null,
     notes: [`avg latency ${r.avgLatencyMs.toFixed(1)} ms`, postCheck(r.receiver, r.sent)],
   })) },
   { name: `receiver ceiling (autocannon, ${C} connections)`, kind: "reference", run: (u, rx) => measureCeiling(u, C, CEILING_SECONDS, rx).then((r) => ({
-    perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.total), enqueuePerSecond: null,
+    perSecond: r.perSecond, events: r.total, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.total), enqueuePerSecond: null, machine: r.receiver?.machine ?? null,
     notes: [`p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`, `autocannon CPU (this process) ${Math.round(r.cpuMsPerEvent * 1000)} µs per request; ${postCheck(r.receiver, r.total)}`],
   })) },
 ];
@@ -101,7 +106,7 @@ const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2)
 
 function fromRun(r: RunResult): Sample {
   const us = (ms: number | null) => (ms === null ? null : ms * 1000);
-  return { perSecond: r.perSecond, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: us(r.dbCpuMsPerEvent), rxCpuUsPerEvent: us(r.receiverCpuMsPerEvent), enqueuePerSecond: r.enqueuePerSecond, notes: r.breakdown };
+  return { perSecond: r.perSecond, events: r.events, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: us(r.dbCpuMsPerEvent), rxCpuUsPerEvent: us(r.receiverCpuMsPerEvent), enqueuePerSecond: r.enqueuePerSecond, machine: r.machine, notes: r.breakdown };
 }
 
 const rxUs = (rx: { cpuMs: number } | null, events: number) => (rx === null ? null : (rx.cpuMs / events) * 1000);
@@ -110,6 +115,10 @@ const postCheck = (rx: { posts: number; cpuMs: number } | null, sent: number) =>
   rx === null ? "receiver not read" : `receiver: ${Math.round((rx.cpuMs / sent) * 1000)} µs per request, ${rx.posts} POSTs counted for ${sent} sent`;
 
 const fmt = (n: number | null) => (n === null ? "-" : Math.round(n).toLocaleString("en-US"));
+/** CPU per event of every other process on the machine over the run: all busy CPU less what the row counts (its process, backends, receiver). */
+const othersUs = (s: Sample) => (s.machine === null ? null : (s.machine.busyMs / s.events) * 1000 - s.cpuUsPerEvent - (s.dbCpuUsPerEvent ?? 0) - (s.rxCpuUsPerEvent ?? 0));
+/** Share of the cores' time nobody used over the run. */
+const idleShare = (s: Sample) => (s.machine === null || s.machine.totalMs === 0 ? null : 1 - s.machine.busyMs / s.machine.totalMs);
 
 
 async function main() {
@@ -154,16 +163,20 @@ async function main() {
   // A missing PostgreSQL reading counts as 0 in the bound (rows without a database).
   const cost = (c: Contender): Cost => ({ perSecond: med(c), processUs: medOf(c, (s) => s.cpuUsPerEvent)!, dbUs: medOf(c, (s) => s.dbCpuUsPerEvent) ?? 0, receiverUs: medOf(c, (s) => s.rxCpuUsPerEvent) ?? 0 });
   const cores = availableParallelism();
-  const rows = [["contender", "events/s (median)", "min", "max", "enqueue/s", "process CPU µs/event", "PostgreSQL CPU µs/event", "receiver CPU µs/event", "CPU bound events/s", "bound used %"]];
+  const rows = [["contender", "events/s (median)", "min", "max", "enqueue/s", "process CPU µs/event", "PostgreSQL CPU µs/event", "receiver CPU µs/event", "CPU bound events/s", "bound used %", "others' CPU µs/event", "cores idle %"]];
+  const pct = (x: number | null) => (x === null ? "-" : `${(x * 100).toFixed(0)}%`);
   for (const c of contenders) {
     const per = samples.get(c)!.map((s) => s.perSecond);
     const bound = cpuBound(cores, cost(c));
     rows.push([c.name, fmt(med(c)), fmt(Math.min(...per)), fmt(Math.max(...per)), fmt(medOf(c, (s) => s.enqueuePerSecond)), fmt(medOf(c, (s) => s.cpuUsPerEvent)),
-      fmt(medOf(c, (s) => s.dbCpuUsPerEvent)), fmt(medOf(c, (s) => s.rxCpuUsPerEvent)), fmt(bound), `${((med(c) / bound) * 100).toFixed(0)}%`]);
+      fmt(medOf(c, (s) => s.dbCpuUsPerEvent)), fmt(medOf(c, (s) => s.rxCpuUsPerEvent)), fmt(bound), `${((med(c) / bound) * 100).toFixed(0)}%`, fmt(medOf(c, othersUs)), pct(medOf(c, idleShare))]);
   }
   console.log("");
   printTable(rows);
   console.log(`CPU bound = ${cores} cores × 1e6 / (process + PostgreSQL + receiver µs/event): the rate if CPU were the only limit, every core 100 % busy with this work`);
+  console.log("others' CPU: every other process on the machine over the same window (other tenants, PostgreSQL's background writers), per event; cores idle: the share of the cores' time nobody used (the contender waited)");
+  console.log(`\nwhere the next microsecond is (medians; share of the ${cores}-core CPU bound reached; what 1 µs less CPU per event adds to the bound):`);
+  for (const line of nextMicrosecond(contenders.map((c) => ({ name: c.name, cost: cost(c), othersUs: medOf(c, othersUs), idle: medOf(c, idleShare) })), cores)) console.log(`  ${line}`);
 
   // Side by side, per round and of the medians: `a` against `b`, when both ran.
   const against = (a: Contender, b: Contender, label: string, target?: number) => {
@@ -214,6 +227,25 @@ async function main() {
     console.log(`  ${c.name}`);
     for (const line of last.notes) console.log(`    - ${line}`);
   }
+}
+
+/**
+ * Per contender: its CPU per event by part (largest first, with its share), the share of the CPU
+ * bound it reached, what the rest went to (others' CPU, idle cores), and what one microsecond less
+ * would add to the bound (d(bound)/dµs = cores × 1e6 / total²).
+ */
+function nextMicrosecond(rows: { name: string; cost: Cost; othersUs: number | null; idle: number | null }[], cores: number): string[] {
+  return rows.flatMap(({ name, cost: c, othersUs: others, idle }) => {
+    const total = c.processUs + c.dbUs + c.receiverUs;
+    const bound = cpuBound(cores, c);
+    const parts = ([["process", c.processUs], ["PostgreSQL", c.dbUs], ["receiver", c.receiverUs]] as [string, number][])
+      .filter(([, us]) => us > 0).sort((a, b) => b[1] - a[1])
+      .map(([part, us]) => `${part} ${fmt(us)} (${((us / total) * 100).toFixed(0)}%)`);
+    const perMicrosecond = (cores * 1e6) / (total * total);
+    const reached = c.perSecond / bound;
+    const rest = reached >= 1 ? "" : `; the ${((1 - reached) * 100).toFixed(0)}% not reached: ${others === null ? "others' CPU not read" : `others' CPU ${fmt(others)} µs/event`}, cores idle ${idle === null ? "?" : `${(idle * 100).toFixed(0)}%`}`;
+    return [`${name}: ${fmt(total)} µs/event = ${parts.join(" + ")}`, `    bound ${fmt(bound)}/s, reached ${(reached * 100).toFixed(0)}% (${fmt(c.perSecond)}/s)${rest}; 1 µs less → +${fmt(perMicrosecond)}/s at the bound`];
+  });
 }
 
 runBench("bench:outbound", main);

@@ -5,7 +5,7 @@
  */
 import { createRequire } from "node:module";
 import { signatureHeader, generateSecret } from "../../shared/outbound/signature.js";
-import { cpuMsSince, eventData, receiverWindow, type ReceiverStats } from "./support.js";
+import { cpuMsSince, eventData, receiverWindow, type ReceiverStats, type WindowReading } from "./support.js";
 
 interface AutocannonResult { requests: { average: number; total: number }; non2xx: number; errors: number; latency: { p50: number; p99: number } }
 type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
@@ -15,7 +15,7 @@ export interface CeilingResult {
   perSecond: number; total: number; errors: number; p50Ms: number; p99Ms: number;
   /** autocannon's CPU (this process) per request. */
   cpuMsPerEvent: number;
-  receiver: { posts: number; cpuMs: number } | null;
+  receiver: WindowReading | null;
 }
 
 export async function measureCeiling(url: string, connections: number, seconds: number, receiverStats?: ReceiverStats): Promise<CeilingResult> {

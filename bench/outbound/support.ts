@@ -1,5 +1,6 @@
 /** Shared pieces of the outbound benchmark: the receiver process, fresh databases, the payload. */
 import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createServerDatabase } from "../../test/support/serverDatabase.js";
 import { backendCpu, cpuBetween } from "../backendCpu.js";
@@ -44,18 +45,42 @@ export async function startReceiver(): Promise<Receiver> {
 /** Reads the receiver's POST count and CPU ms so far (`Receiver.stats`), handed to each run. */
 export type ReceiverStats = Receiver["stats"];
 
+/** The whole machine's CPU over a window: every process's (busy) and what the cores could give (total), ms. */
+export interface MachineCpu { busyMs: number; totalMs: number }
+
+/** Every core's time so far, from /proc/stat's `cpu` line (clock ticks of 10 ms); null without /proc. */
+function machineTicks(): { busy: number; total: number } | null {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = fields as [number, number, number, number, number, number, number, number];
+    const total = user + nice + system + idle + iowait + irq + softirq + steal;
+    return { busy: total - idle - iowait, total };
+  } catch {
+    return null;
+  }
+}
+
+/** What the receiver and the whole machine did over one run's measured window. */
+export interface WindowReading { posts: number; cpuMs: number; machine: MachineCpu | null }
+
 /**
  * The receiver's CPU and POSTs over one run's measured window: everything shares the machine's
  * cores, so what the receiver burns per event limits every contender's rate as much as their own
- * CPU does. Without a reader (warm-up runs) `end()` gives null.
+ * CPU does. It also reads the whole machine's CPU over the same window (/proc/stat): beyond the
+ * contender, its PostgreSQL backends and the receiver, what other processes (other tenants,
+ * PostgreSQL's background writers) took, and how long the cores sat idle. Without a reader
+ * (warm-up runs) `end()` gives null.
  */
-export async function receiverWindow(stats?: ReceiverStats): Promise<{ end(): Promise<{ posts: number; cpuMs: number } | null> }> {
+export async function receiverWindow(stats?: ReceiverStats): Promise<{ end(): Promise<WindowReading | null> }> {
   const start = stats ? await stats() : null;
+  const machineStart = machineTicks();
   return {
     async end() {
       if (!stats || !start) return null;
+      const machineEnd = machineTicks();
       const now = await stats();
-      return { posts: now.count - start.count, cpuMs: now.cpuMs - start.cpuMs };
+      const machine = machineStart && machineEnd ? { busyMs: (machineEnd.busy - machineStart.busy) * 10, totalMs: (machineEnd.total - machineStart.total) * 10 } : null;
+      return { posts: now.count - start.count, cpuMs: now.cpuMs - start.cpuMs, machine };
     },
   };
 }
@@ -108,6 +133,8 @@ export interface RunResult {
   dbCpuMsPerEvent: number | null;
   /** CPU of the receiver process over the run, per event (null when no reader was given). */
   receiverCpuMsPerEvent: number | null;
+  /** Every process's CPU on the machine over the run, and what the cores could have given (null without /proc or a reader). */
+  machine: MachineCpu | null;
   breakdown: string[];
 }
 
@@ -116,7 +143,7 @@ export function runResult(
   m: {
     events: number; enqueueSeconds: number; seconds: number; cpuMs: number; dbCpuMs: number | null; process: string;
     /** The receiver over the same window, and how many POSTs it should have seen (0 without HTTP). */
-    receiver: { posts: number; cpuMs: number } | null; expectedPosts: number;
+    receiver: WindowReading | null; expectedPosts: number;
   },
   breakdown: string[],
 ): RunResult {
@@ -133,6 +160,7 @@ export function runResult(
     cpuMsPerEvent: m.cpuMs / m.events,
     dbCpuMsPerEvent: m.dbCpuMs === null ? null : m.dbCpuMs / m.events,
     receiverCpuMsPerEvent: m.receiver === null ? null : m.receiver.cpuMs / m.events,
+    machine: m.receiver?.machine ?? null,
     breakdown: [...breakdown, cpuLine],
   };
 }

@@ -6,9 +6,9 @@
 import { performance } from "node:perf_hooks";
 import { generateSecret } from "../../shared/outbound/signature.js";
 import { createTransport } from "../../shared/outbound/transport.js";
-import { cpuMsSince, eventData, receiverWindow, type ReceiverStats } from "./support.js";
+import { cpuMsSince, eventData, receiverWindow, type ReceiverStats, type WindowReading } from "./support.js";
 
-export interface TransportResult { perSecond: number; sent: number; cpuMsPerEvent: number; avgLatencyMs: number; receiver: { posts: number; cpuMs: number } | null }
+export interface TransportResult { perSecond: number; sent: number; cpuMsPerEvent: number; avgLatencyMs: number; receiver: WindowReading | null }
 
 export async function measureTransport(receiverUrl: string, concurrency: number, seconds: number, receiverStats?: ReceiverStats): Promise<TransportResult> {
   const transport = createTransport({ allowedDestinations: ["127.0.0.1"], connectionsPerOrigin: concurrency });
