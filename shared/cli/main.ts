@@ -11,6 +11,7 @@ import { eventsGet, eventsList, eventsResend } from "./commands/eventsRead.js";
 import { subscriptionsDelete, subscriptionsPause, subscriptionsResume, subscriptionsTest, subscriptionsUpdate } from "./commands/subscriptionChanges.js";
 import { inboxList, inboxReplay } from "./commands/inbox.js";
 import { forwardingAdd, forwardingGet, forwardingRemove, forwardingUpdate } from "./commands/forwarding.js";
+import { listen } from "./commands/listen.js";
 import { eventTypesCreate, eventTypesDelete, eventTypesGet, eventTypesImport, eventTypesList, eventTypesUpdate } from "./commands/eventTypes.js";
 import { subscriptionsKeys, subscriptionsSkipKey } from "./commands/ordering.js";
 import { subscriptionsPublicKeys, subscriptionsRotateSecret } from "./commands/signing.js";
@@ -24,7 +25,7 @@ export const COMMANDS: Command[] = [
   dlqList, dlqReplay, inboxList, inboxReplay, forwardingGet, forwardingAdd, forwardingUpdate, forwardingRemove, eventsSend, eventsList, eventsGet, eventsResend,
   subscriptionsList, subscriptionsCreate, subscriptionsGet, subscriptionsUpdate, subscriptionsPause, subscriptionsResume,
   subscriptionsDelete, subscriptionsTest, subscriptionsEnable, subscriptionsKeys, subscriptionsSkipKey,
-  subscriptionsRotateSecret, subscriptionsPublicKeys,
+  subscriptionsRotateSecret, subscriptionsPublicKeys, listen,
   eventTypesList, eventTypesGet, eventTypesCreate, eventTypesUpdate, eventTypesDelete, eventTypesImport,
   applicationsCreate, applicationsList, applicationsDelete, keysCreate, keysList, keysRevoke, audit,
   synth, deploy, compare,

@@ -177,6 +177,8 @@ const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `SELECT s.id
    FROM outbound_subscriptions s
    WHERE s.status <> 'disabled' AND s.paused_at IS NULL AND s.id <> ALL ($1::text[])
      AND (s.throttled_until IS NULL OR s.throttled_until <= now())
+     -- Not while a listener (webhooks listen) is attached: it gets the deliveries (docs/listen.md).
+     AND (s.listened_until IS NULL OR s.listened_until <= now())
      -- A scalar sub-select, not EXISTS (which would drop the ORDER BY): ordered, it walks the
      -- due-by-subscription index, never the subscription's dead letters.
      AND (
@@ -374,6 +376,7 @@ const CLAIM_PROBES = prepared("outbound_claim_probes", `WITH probed AS (
      SELECT id FROM outbound_subscriptions
      -- A paused subscription holds all its deliveries, probes included; a deleted one has none.
      WHERE status = 'disabled' AND next_probe_at <= now() AND paused_at IS NULL AND deleted_at IS NULL
+       AND (listened_until IS NULL OR listened_until <= now())
      ORDER BY next_probe_at
      LIMIT $1
      FOR UPDATE SKIP LOCKED
