@@ -38,6 +38,8 @@ export { DEFAULT_MAX_IN_FLIGHT };
  * next to nothing for an endpoint that hangs (limit 1, latency the timeout).
  */
 const CLAIM_AHEAD_MS = 250;
+/** How soon a claim that skipped subscriptions another transaction held looks again (ms). */
+const BUSY_RETRY_MS = 10;
 /** When the loop is woken after an endpoint's hold ends (ms after it, on this clock; see `attempt`). */
 const WAKES_AFTER_HOLD_MS = [5, 60, 200];
 /**
@@ -174,6 +176,8 @@ export function createRelay(options: RelayOptions): Relay {
   const slots = new Map<string, NonNullable<ClaimedDelivery["slot"]>>();
   /** Claims under way (their statements not back yet). */
   let claiming = 0;
+  /** Claims in a row that skipped held subscriptions (onBusy) since one last claimed something. */
+  let busyStreak = 0;
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
     const leaseToken = randomUUID();
     const report = done;
@@ -190,6 +194,13 @@ export function createRelay(options: RelayOptions): Relay {
     try {
       claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, {
         limit, leaseSeconds, leaseToken, relayId, defaultMaxInFlight: maxInFlight, perSubscription, shares, done: report,
+        // Due work held by another claim or a completion: look again once that has likely ended
+        // (a completion commits in a few ms), not at the next poll; backing off while a row stays
+        // held (an operator's open transaction) so the claims do not spin.
+        onBusy: () => {
+          busyStreak += 1;
+          setTimeout(() => loop.wake(), Math.min(pollIntervalMs, BUSY_RETRY_MS * 2 ** Math.min(busyStreak - 1, 10))).unref();
+        },
       }));
     } catch (error) {
       for (const [id, n] of report) done.set(id, (done.get(id) ?? 0) + n); // not written: report them next time
@@ -197,6 +208,7 @@ export function createRelay(options: RelayOptions): Relay {
     } finally {
       claiming -= 1;
     }
+    if (claimed.length > 0) busyStreak = 0;
     for (const d of claimed) {
       counted.set(d.id, d.leaseToken);
       if (d.slot) slots.set(d.id, d.slot);

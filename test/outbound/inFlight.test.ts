@@ -103,6 +103,67 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
     expect(await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), shares: new Map([[backlog.id, 0]]) })).toEqual([]);
   });
 
+  it("a claim skips, and says it skipped, a subscription another transaction holds (a completion writing its health) rather than wait for it", async (t) => {
+    // PGlite runs one transaction at a time: nothing else can hold a row while a claim runs.
+    if (ctx.backend === "pglite") return t.skip();
+    const held = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/held", eventTypes: ["held.*"] });
+    const free = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/free", eventTypes: ["free.*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, [...events("held", 2, "held.x"), ...events("free", 2, "free.x")]));
+    let release!: () => void;
+    const released = new Promise<void>((r) => { release = r; });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => { locked = r; });
+    // What a completion of `held`'s failed attempts does: its subscription row locked until commit.
+    const holder = ctx.db.transaction(async (tx) => {
+      await tx.query("UPDATE outbound_subscriptions SET consecutive_failures = consecutive_failures + 1 WHERE id = $1", [held.id]);
+      locked();
+      await released;
+    });
+    await isLocked;
+    const skipped: number[] = [];
+    try {
+      const claimed = await Promise.race([
+        claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), onBusy: (n) => skipped.push(n) }),
+        new Promise<"waited for the held subscription">((r) => setTimeout(() => r("waited for the held subscription"), 5_000)),
+      ]);
+      expect(claimed === "waited for the held subscription" ? claimed : claimed.map((d) => d.subscriptionId)).toEqual([free.id, free.id]);
+      expect(skipped).toEqual([1]);
+    } finally {
+      release();
+      await holder;
+    }
+    // Once the holder has committed, the next claim takes what was skipped.
+    const next = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), onBusy: (n) => skipped.push(n) });
+    expect(next.map((d) => d.subscriptionId)).toEqual([held.id, held.id]);
+    expect(skipped).toEqual([1]);
+  });
+
+  it("a relay whose claim skipped a held subscription looks again once it is free, not at its next poll", async (t) => {
+    if (ctx.backend === "pglite") return t.skip();
+    receiver = await startReceiver();
+    const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
+    let release!: () => void;
+    const released = new Promise<void>((r) => { release = r; });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => { locked = r; });
+    const holder = ctx.db.transaction(async (tx) => {
+      await tx.query("UPDATE outbound_subscriptions SET consecutive_failures = 0 WHERE id = $1", [sub.id]);
+      locked();
+      await released;
+    });
+    await isLocked;
+    // A poll a minute away: only the relay's own second look can find the delivery in time.
+    const relay = createRelay({ db: await dbForRelay(), transport, pollIntervalMs: 60_000 });
+    relays.push(relay);
+    await relay.start();
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("skipped", 1))); // its NOTIFY wakes the relay, whose claim skips it
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received).toHaveLength(0);
+    release();
+    await holder;
+    await waitFor("the skipped delivery to arrive", () => receiver!.received.length === 1, 15_000);
+  });
+
   it("max_in_flight counts every relay's leases; finished deliveries free room at the relay's next claim; a dead relay's count runs out with its leases", async () => {
     const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/x", eventTypes: ["*"] });
     await setMaxInFlight(ctx.db, sub.id, 3);

@@ -172,23 +172,44 @@ const SPACING = (s: string, at: string) => `GREATEST(
        CASE WHEN ${s}.learned_rate_per_second IS NOT NULL THEN 1 / ${grownRate(s, at)} ELSE 0 END,
        CASE WHEN ${s}.stated_rate_per_second IS NOT NULL THEN 1 / (${RATE_STATED_SHARE} * ${s}.stated_rate_per_second) ELSE 0 END)`;
 
-/** Who may be claimed for: healthy enough, not paused, with a due delivery no lease holds. */
-const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `SELECT s.id
-   FROM outbound_subscriptions s
-   WHERE s.status <> 'disabled' AND s.paused_at IS NULL AND s.id <> ALL ($1::text[])
-     AND (s.throttled_until IS NULL OR s.throttled_until <= now())
-     -- Not while a listener (webhooks listen) is attached: it gets the deliveries (docs/listen.md).
-     AND (s.listened_until IS NULL OR s.listened_until <= now())
-     -- A scalar sub-select, not EXISTS (which would drop the ORDER BY): ordered, it walks the
-     -- due-by-subscription index, never the subscription's dead letters.
-     AND (
-       SELECT true FROM outbound_deliveries d
-       WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= now() AND ${NO_LIVE_LEASE("d")}
-       ORDER BY d.next_attempt_at
-       LIMIT 1
-     )
-   ORDER BY s.id
-   FOR NO KEY UPDATE OF s`);
+/**
+ * A subscription that may be claimed for: neither disabled, paused nor held (a Retry-After, a spent
+ * quota), and no listener attached (`webhooks listen` gets its deliveries: docs/listen.md).
+ */
+const CLAIMABLE = (s: string) => `${s}.status <> 'disabled' AND ${s}.paused_at IS NULL AND (${s}.throttled_until IS NULL OR ${s}.throttled_until <= now())
+       AND (${s}.listened_until IS NULL OR ${s}.listened_until <= now())`;
+
+/**
+ * The subscriptions that may be claimed for and have a due delivery no lease holds, locked unless
+ * another transaction holds the row (SKIP LOCKED), and how many there were in all. A claim that
+ * waited for those rows waited for whatever held them: a completion writing the health of 100
+ * endpoints that had just timed out held every healthy endpoint's claim for up to 350 ms (issue
+ * 28). The holder is a relay already working on that subscription; the claim says it skipped some
+ * (`onBusy`) so that its relay looks again shortly instead of going idle. The claim statement
+ * checks CLAIMABLE again: its snapshot, taken after the lock, sees a pause or a hold committed
+ * since this one's.
+ */
+const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `WITH due AS MATERIALIZED (
+     SELECT s.id
+     FROM outbound_subscriptions s
+     WHERE ${CLAIMABLE("s")} AND s.id <> ALL ($1::text[])
+       -- A scalar sub-select, not EXISTS (which would drop the ORDER BY): ordered, it walks the
+       -- due-by-subscription index, never the subscription's dead letters.
+       AND (
+         SELECT true FROM outbound_deliveries d
+         WHERE d.subscription_id = s.id AND d.status = 'pending' AND d.next_attempt_at <= now() AND ${NO_LIVE_LEASE("d")}
+         ORDER BY d.next_attempt_at
+         LIMIT 1
+       )
+   ),
+   locked AS (
+     SELECT s.id
+     FROM outbound_subscriptions s
+     WHERE s.id IN (SELECT id FROM due)
+     ORDER BY s.id
+     FOR NO KEY UPDATE OF s SKIP LOCKED
+   )
+   SELECT ARRAY(SELECT id FROM locked) AS ids, (SELECT count(*) FROM due)::int AS due`);
 
 /**
  * The claim proper, for the subscriptions the first statement locked ($5). Parameters: $1 most rows,
@@ -224,7 +245,7 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
          -- Rate-limited: the slots starting within the next second.
          COALESCE((SELECT ceil(extract(epoch FROM l.clock + interval '1 second' - l.start) / l.spacing)::int FROM limited l WHERE l.id = s.id), $1::int)) AS n
      FROM outbound_subscriptions s
-     WHERE s.id = ANY ($5::text[])
+     WHERE s.id = ANY ($5::text[]) AND ${CLAIMABLE("s")}
    ),
    picked AS (
      SELECT p.id, p.subscription_id
@@ -285,6 +306,11 @@ export interface ClaimRequest {
   shares?: ReadonlyMap<string, number>;
   /** Deliveries of each subscription written or released since this relay's last claim. */
   done?: ReadonlyMap<string, number>;
+  /**
+   * Called with how many subscriptions with due work this claim skipped because another
+   * transaction held them (a claim, a completion): they are worth another look soon.
+   */
+  onBusy?: (skipped: number) => void;
 }
 
 /**
@@ -294,9 +320,9 @@ export interface ClaimRequest {
  * together are cut to `limit`, oldest due first. A backlog thus fills neither a claim nor a relay.
  *
  * Two statements in the caller's transaction (leaseWrite). The first locks the subscriptions with
- * due work, in id order: claims that could count the same subscription take turns, and the
- * second statement, starting after the lock, sees every hold committed before it (one statement
- * would count with the snapshot taken before it waited). What is leased is counted in
+ * due work that nothing else holds, in id order: claims that could count the same subscription
+ * never run side by side (the later one skips it), and the second statement, starting after the
+ * lock, sees every hold committed before it. What is leased is counted in
  * outbound_relay_holds, one row per relay and subscription (see migration 011): this relay's row
  * gets what it claims now, less what it finished since its last claim.
  *
@@ -313,13 +339,15 @@ export async function claimDueDeliveries(q: Queryable | Database, request: Claim
   if ("transaction" in q) return leaseWrite(q, (tx) => claimDueDeliveries(tx, request));
   const tx = q;
   const skipped = [...(request.shares ?? [])].filter(([, n]) => n <= 0).map(([id]) => id);
-  const { rows: due } = await tx.query<{ id: string }>(LOCK_DUE_SUBSCRIPTIONS, [skipped]);
+  const { rows: [lock] } = await tx.query<{ ids: string[]; due: number }>(LOCK_DUE_SUBSCRIPTIONS, [skipped]);
+  const due = lock!.ids;
+  if (lock!.due > due.length) request.onBusy?.(lock!.due - due.length);
   const done = [...(request.done ?? [])].filter(([, n]) => n > 0);
   if (due.length === 0 && done.length === 0) return [];
   const shares = [...(request.shares ?? [])];
   const sentAt = performance.now();
   const { rows } = await tx.query<ClaimRow>(CLAIM_DUE, [
-    request.limit, request.leaseToken, request.leaseSeconds, request.relayId ?? randomUUID(), due.map((r) => r.id),
+    request.limit, request.leaseToken, request.leaseSeconds, request.relayId ?? randomUUID(), due,
     request.defaultMaxInFlight ?? DEFAULT_MAX_IN_FLIGHT, request.perSubscription ?? request.limit,
     shares.map(([id]) => id), shares.map(([, n]) => n),
     done.map(([id]) => id), done.map(([, n]) => n),
