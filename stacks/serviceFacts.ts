@@ -107,6 +107,12 @@ export const ELASTIC_PREMIUM_VCPUS: Fact<Record<string, number>> = {
   source: "Azure Functions Premium plan, available instance SKUs (learn.microsoft.com/azure/azure-functions/functions-premium-plan); every Premium plan keeps at least one billed instance",
 };
 
+/** Lambda: CPU in proportion to memory, one vCPU's worth at this many MB (bench:cloudrelay runs the relay at that share). */
+export const LAMBDA_MB_PER_VCPU: Fact<number> = {
+  value: 1769,
+  source: "AWS Lambda, Configure Lambda function memory (docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html): at 1,769 MB a function has the equivalent of one vCPU",
+};
+
 /** Cloud Run functions: the vCPU that comes with a memory size when `available_cpu` is not set. */
 export const CLOUD_RUN_FUNCTION_CPU: Fact<Record<string, number>> = {
   value: { "128Mi": 0.083, "256Mi": 0.167, "512Mi": 0.333, "1Gi": 0.583, "1024Mi": 0.583, "2Gi": 1, "2048Mi": 1, "4Gi": 2, "4096Mi": 2, "8Gi": 2, "16Gi": 4, "32Gi": 8 },

@@ -34,6 +34,8 @@ export interface StartOptions {
   args?: string[];
   /** Milliseconds to wait for the driver's ready message. Default: 30 000. */
   startTimeoutMs?: number;
+  /** Node's own flags for the process; default: this process's (fork's default). `[]` starts it as a cloud runtime would, without this process's loaders (tsx). */
+  execArgv?: string[];
 }
 
 export async function startFunctionProcess(options: StartOptions): Promise<FunctionProcess> {
@@ -41,6 +43,7 @@ export async function startFunctionProcess(options: StartOptions): Promise<Funct
   if (!execPath) throw new Error("Node 22 is not available; call skipUnlessNode22() first.");
   const child: ChildProcess = fork(options.driver, [options.bundleDir, ...(options.args ?? [])], {
     execPath,
+    ...(options.execArgv ? { execArgv: options.execArgv } : {}),
     cwd: options.bundleDir,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...options.env },
     stdio: ["ignore", "pipe", "pipe", "ipc"],
