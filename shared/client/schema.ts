@@ -136,7 +136,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Show a subscription's signing secrets
+         * @description Newest first (two during a rotation), with the `whpk_…` public keys of its v1a keys. A credential: refused to read-only keys and sessions, and every reading is recorded in the audit log.
+         */
+        get: operations["getSubscriptionSecrets"];
         put?: never;
         /**
          * Rotate signing secrets
@@ -184,6 +188,107 @@ export interface paths {
          */
         post: operations["sendTestEvent"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/listeners": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the listeners attached */
+        get: operations["listListeners"];
+        put?: never;
+        /**
+         * Attach a listener (webhooks listen)
+         * @description From now until it detaches or misses its heartbeats for `leaseSeconds`, the relays send this subscription nothing: its deliveries go to the listener, which pulls them (`POST …/listeners/{listenerId}/pull`). Several listeners of one subscription share its deliveries. Heartbeat every third of the lease.
+         */
+        post: operations["attachListener"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/listeners/{listenerId}/pull": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pull due deliveries (long poll)
+         * @description Waits up to `waitSeconds` (at most 25: every ingress's request limit allows it) for due deliveries and leases them to the listener, as a relay leases them (for its `leaseSeconds`; renewed by heartbeats naming them). Each comes with the exact body and headers the relay would send, signed now: forward them unchanged so the receiver verifies the signature, then answer. An empty list when nothing came due.
+         */
+        post: operations["pullListenerDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/listeners/{listenerId}/answers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record the local answers
+         * @description Each answer is the delivery's attempt, decided as the relay decides: 2xx delivered; 408, 425, 429, 5xx or no answer (`status: null` with `error`) retried with the subscription's backoff (Retry-After honoured), dead once exhausted; other statuses dead at once. Logged in the attempt log with the listener's id and the response headers; the endpoint's health is not touched. An answer for a delivery the listener no longer holds (its lease ran out) is logged as stale and changes nothing.
+         */
+        post: operations["answerListenerDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/listeners/{listenerId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a listener attached
+         * @description The listener stays attached another `leaseSeconds`, and the deliveries it names in `holding` keep their leases as long.
+         */
+        post: operations["listenerHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/listeners/{listenerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Detach a listener
+         * @description The deliveries it holds are released (due again at once, not after their lease), and the relays resume the subscription when no other listener is attached. Detaching a listener already gone answers `detached: false`.
+         */
+        delete: operations["detachListener"];
         options?: never;
         head?: never;
         patch?: never;
@@ -972,6 +1077,158 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/applications/{id}/portal-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an application's portal links
+         * @description Newest first, each with the session it opened (if it was used), never the tokens.
+         */
+        get: operations["listPortalLinks"];
+        put?: never;
+        /**
+         * Make a portal link for an application's customer
+         * @description A short-lived, single-use link that opens the customer portal with a session limited to this application: `access` `read` (default) or `write`, `expiresInMinutes` (1–1440, default 60: the link must be opened within it, and the session ends at it), an optional `returnUrl` the portal links back to. The answer carries `token` and `url`, shown this once; only the token's SHA-256 is kept. Opening the link a second time opens nothing.
+         */
+        post: operations["createPortalLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal-links/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a portal link (and end its session)
+         * @description Unused, it opens nothing; used, the session it opened ends at once (its next request is a 401).
+         */
+        delete: operations["revokePortalLink"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal-sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a portal session
+         * @description At once, on every server and function. The session id is the `actor` of what it changed in the audit log (`ps_…`).
+         */
+        delete: operations["revokePortalSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/applications/{id}/portal-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an application's portal settings
+         * @description The origins that may frame its portal (besides PORTAL_FRAME_ANCESTORS, every application's) and its theme.
+         */
+        get: operations["getPortalSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change an application's portal settings
+         * @description `frameAncestors` replaces the list of origins that may frame its portal (`https://app.example.com`, `https://*.example.com`; at most 20; every other origin is refused). `theme`: `name` (shown instead of the application's, at most 80 characters), `logoUrl` (an https image URL), `accentColor` (`#rrggbb`); null puts one back to the default.
+         */
+        patch: operations["updatePortalSettings"];
+        trace?: never;
+    };
+    "/portal/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a portal link for a session
+         * @description The portal page sends the token of the link it was opened with (`#link=…`). Once only: the link is then used, and a second exchange is refused, as is an expired or revoked link's (403 `link_refused`, `details.reason`: `invalid`, `used`, `expired`, `revoked`). The answer sets the session cookie (`whp_session`: HttpOnly; over https `Secure; SameSite=None; Partitioned`, else `SameSite=Lax`) until the link's expiry, and carries the session's CSRF token. Recorded in the audit log (`actor`: the session id).
+         */
+        post: operations["openPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The portal session of this cookie
+         * @description Its application, access, expiry, return URL, the application's theme, and the CSRF token to send as `x-csrf-token` with every change. Only with the session cookie (404 `no_portal_session` otherwise).
+         */
+        get: operations["getPortalSession"];
+        put?: never;
+        post?: never;
+        /**
+         * Sign out of the portal
+         * @description Ends this cookie's session (a read-only one too) and removes the cookie. Recorded in the audit log.
+         */
+        delete: operations["endPortalSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An endpoint's success rate and latency over time
+         * @description Its attempts over the last `minutes` (5–10080, default 1440) in buckets of `bucketMinutes` (default: `minutes`/24, at least 1; at most 1440 buckets), oldest first, every bucket present: attempts, delivered, failed, success rate, mean and 95th-percentile latency; and the totals. Probes of a disabled endpoint are left out.
+         */
+        get: operations["getSubscriptionStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -1121,6 +1378,76 @@ export interface operations {
                             id: string;
                             applicationId: string;
                             url: string;
+                            /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                            destination: {
+                                /** @constant */
+                                kind: "http";
+                                url: string;
+                            } | {
+                                /** @constant */
+                                kind: "sqs";
+                                queueUrl: string;
+                                region: string;
+                                endpoint: string | null;
+                                fifo: boolean;
+                                /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                                credentials: {
+                                    accessKeyId: string;
+                                } | null;
+                            } | {
+                                /** @constant */
+                                kind: "sns";
+                                topicArn: string;
+                                region: string;
+                                endpoint: string | null;
+                                fifo: boolean;
+                                /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                                credentials: {
+                                    accessKeyId: string;
+                                } | null;
+                            } | {
+                                /** @constant */
+                                kind: "eventbridge";
+                                eventBus: string;
+                                region: string;
+                                source: string;
+                                detailType: string | null;
+                                endpoint: string | null;
+                                /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                                credentials: {
+                                    accessKeyId: string;
+                                } | null;
+                            } | {
+                                /** @constant */
+                                kind: "servicebus";
+                                queue: string | null;
+                                topic: string | null;
+                                namespace: string;
+                                /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                                credentials: {
+                                    keyName: string | null;
+                                } | null;
+                            } | {
+                                /** @constant */
+                                kind: "pubsub";
+                                topic: string;
+                                endpoint: string | null;
+                                emulator: boolean;
+                                /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                                credentials: {
+                                    clientEmail: string;
+                                } | null;
+                            } | {
+                                /** @constant */
+                                kind: "rabbitmq";
+                                url: string;
+                                exchange: string;
+                                routingKey: string;
+                                /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                                credentials: {
+                                    username: string;
+                                } | null;
+                            };
                             eventTypes: string[];
                             secrets?: string[];
                             publicKeys?: string[];
@@ -1271,7 +1598,82 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    url: string;
+                    url?: string;
+                    /** @description Where deliveries go (docs/destinations.md): `http` (an endpoint URL, the same as giving `url`), `sqs`, `sns`, `eventbridge`, `servicebus`, `pubsub` or `rabbitmq`. Each message carries the signed envelope as its body and webhook-id, webhook-timestamp, webhook-signature as attributes. Secret parts of `credentials` are stored encrypted and never answered; send the whole object again to change them. */
+                    destination?: {
+                        /** @constant */
+                        kind: "http";
+                        url: string;
+                    } | {
+                        /** @constant */
+                        kind: "sqs";
+                        queueUrl: string;
+                        region?: string;
+                        /** @description Overrides the service's API endpoint (a VPC endpoint, or a stand-in such as moto); default: the region's. */
+                        endpoint?: string;
+                        /** @description An access key for this destination only. Omit to send with the relay's own IAM role (preferred: docs/destinations.md#permissions). */
+                        credentials?: {
+                            accessKeyId: string & (unknown & unknown);
+                            secretAccessKey: string;
+                            sessionToken?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "sns";
+                        topicArn: string;
+                        /** @description Overrides the service's API endpoint (a VPC endpoint, or a stand-in such as moto); default: the region's. */
+                        endpoint?: string;
+                        /** @description An access key for this destination only. Omit to send with the relay's own IAM role (preferred: docs/destinations.md#permissions). */
+                        credentials?: {
+                            accessKeyId: string & (unknown & unknown);
+                            secretAccessKey: string;
+                            sessionToken?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "eventbridge";
+                        eventBus: string;
+                        region?: string;
+                        source?: string;
+                        detailType?: string;
+                        /** @description Overrides the service's API endpoint (a VPC endpoint, or a stand-in such as moto); default: the region's. */
+                        endpoint?: string;
+                        /** @description An access key for this destination only. Omit to send with the relay's own IAM role (preferred: docs/destinations.md#permissions). */
+                        credentials?: {
+                            accessKeyId: string & (unknown & unknown);
+                            secretAccessKey: string;
+                            sessionToken?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "servicebus";
+                        queue?: string;
+                        topic?: string;
+                        namespace?: string;
+                        credentials?: {
+                            connectionString: string & (unknown & unknown);
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "pubsub";
+                        topic: string;
+                        endpoint?: string;
+                        emulator?: boolean;
+                        credentials?: {
+                            clientEmail: string & (unknown & unknown);
+                            privateKey: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "rabbitmq";
+                        url: string;
+                        exchange: string;
+                        routingKey: string;
+                        credentials?: {
+                            username: string;
+                            password: string;
+                        };
+                    };
                     eventTypes: string[];
                     secrets?: string[];
                     /** @enum {string} */
@@ -1338,6 +1740,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -1542,6 +2014,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -1829,6 +2371,81 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
+                    /** @description Where deliveries go (docs/destinations.md): `http` (an endpoint URL, the same as giving `url`), `sqs`, `sns`, `eventbridge`, `servicebus`, `pubsub` or `rabbitmq`. Each message carries the signed envelope as its body and webhook-id, webhook-timestamp, webhook-signature as attributes. Secret parts of `credentials` are stored encrypted and never answered; send the whole object again to change them. */
+                    destination?: {
+                        /** @constant */
+                        kind: "http";
+                        url: string;
+                    } | {
+                        /** @constant */
+                        kind: "sqs";
+                        queueUrl: string;
+                        region?: string;
+                        /** @description Overrides the service's API endpoint (a VPC endpoint, or a stand-in such as moto); default: the region's. */
+                        endpoint?: string;
+                        /** @description An access key for this destination only. Omit to send with the relay's own IAM role (preferred: docs/destinations.md#permissions). */
+                        credentials?: {
+                            accessKeyId: string & (unknown & unknown);
+                            secretAccessKey: string;
+                            sessionToken?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "sns";
+                        topicArn: string;
+                        /** @description Overrides the service's API endpoint (a VPC endpoint, or a stand-in such as moto); default: the region's. */
+                        endpoint?: string;
+                        /** @description An access key for this destination only. Omit to send with the relay's own IAM role (preferred: docs/destinations.md#permissions). */
+                        credentials?: {
+                            accessKeyId: string & (unknown & unknown);
+                            secretAccessKey: string;
+                            sessionToken?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "eventbridge";
+                        eventBus: string;
+                        region?: string;
+                        source?: string;
+                        detailType?: string;
+                        /** @description Overrides the service's API endpoint (a VPC endpoint, or a stand-in such as moto); default: the region's. */
+                        endpoint?: string;
+                        /** @description An access key for this destination only. Omit to send with the relay's own IAM role (preferred: docs/destinations.md#permissions). */
+                        credentials?: {
+                            accessKeyId: string & (unknown & unknown);
+                            secretAccessKey: string;
+                            sessionToken?: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "servicebus";
+                        queue?: string;
+                        topic?: string;
+                        namespace?: string;
+                        credentials?: {
+                            connectionString: string & (unknown & unknown);
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "pubsub";
+                        topic: string;
+                        endpoint?: string;
+                        emulator?: boolean;
+                        credentials?: {
+                            clientEmail: string & (unknown & unknown);
+                            privateKey: string;
+                        };
+                    } | {
+                        /** @constant */
+                        kind: "rabbitmq";
+                        url: string;
+                        exchange: string;
+                        routingKey: string;
+                        credentials?: {
+                            username: string;
+                            password: string;
+                        };
+                    };
                     eventTypes?: string[];
                     description?: string | null;
                     maxAttempts?: number | null;
@@ -1882,6 +2499,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -2101,6 +2788,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -2290,6 +3047,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -2479,6 +3306,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -2647,6 +3544,126 @@ export interface operations {
             };
         };
     };
+    getSubscriptionSecrets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secrets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        secrets: string[];
+                        publicKeys: string[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     rotateSecrets: {
         parameters: {
             query?: never;
@@ -2676,6 +3693,76 @@ export interface operations {
                         id: string;
                         applicationId: string;
                         url: string;
+                        /** @description Where its deliveries go: `http` (the endpoint at `url`) or a queue or broker's settings. Credentials are shown by their readable part only. */
+                        destination: {
+                            /** @constant */
+                            kind: "http";
+                            url: string;
+                        } | {
+                            /** @constant */
+                            kind: "sqs";
+                            queueUrl: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "sns";
+                            topicArn: string;
+                            region: string;
+                            endpoint: string | null;
+                            fifo: boolean;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "eventbridge";
+                            eventBus: string;
+                            region: string;
+                            source: string;
+                            detailType: string | null;
+                            endpoint: string | null;
+                            /** @description The access key id it sends with; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                accessKeyId: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "servicebus";
+                            queue: string | null;
+                            topic: string | null;
+                            namespace: string;
+                            /** @description The shared access policy of its connection string; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                keyName: string | null;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "pubsub";
+                            topic: string;
+                            endpoint: string | null;
+                            emulator: boolean;
+                            /** @description The service account it publishes as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                clientEmail: string;
+                            } | null;
+                        } | {
+                            /** @constant */
+                            kind: "rabbitmq";
+                            url: string;
+                            exchange: string;
+                            routingKey: string;
+                            /** @description The user it connects as; null: the relay's own cloud identity (docs/destinations.md). The secret part is stored encrypted and never answered. */
+                            credentials: {
+                                username: string;
+                            } | null;
+                        };
                         eventTypes: string[];
                         secrets?: string[];
                         publicKeys?: string[];
@@ -3092,6 +4179,942 @@ export interface operations {
             };
             /** @description The body is not JSON (send `content-type: application/json`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listListeners: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The live listeners (oldest first). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        listeners: {
+                            id: string;
+                            subscriptionId: string;
+                            forwardTo: string | null;
+                            leaseSeconds: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            expiresAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    attachListener: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Where the listener forwards (shown to operators; the platform never calls it). */
+                    forwardTo?: string;
+                    /** @description Lease of the deliveries it holds, and how long it stays attached without a heartbeat. Default 30. */
+                    leaseSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Attached. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscriptionId: string;
+                        forwardTo: string | null;
+                        leaseSeconds: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        subscription: {
+                            eventTypes: string[];
+                            url: string;
+                            paused: boolean;
+                            status: string;
+                        };
+                        otherListeners: number;
+                        maxWaitSeconds: number;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    pullListenerDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                listenerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description How long to wait for a due delivery (0–25, default 20). */
+                    waitSeconds?: number;
+                    /** @description Most deliveries to take (default 10, at most 20). */
+                    limit?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The deliveries leased (possibly none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            id: string;
+                            eventId: string;
+                            eventType: string;
+                            attempt: number;
+                            /** @description Send them as they are: content-type, user-agent, the Standard Webhooks webhook-id, webhook-timestamp and webhook-signature, and the subscription's own headers. */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** @description The exact bytes signed. */
+                            body: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `listener_gone`: the listener detached, or missed its heartbeats for a lease; its deliveries went back. Attach again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    answerListenerDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                listenerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    answers: {
+                        deliveryId: string;
+                        status: number | null;
+                        error?: ("connection_refused" | "connection_reset" | "timeout" | "dns_failure" | "network_error" | "invalid_request") | null;
+                        durationMs: number;
+                        responseExcerpt?: string | null;
+                        responseHeaders?: {
+                            [key: string]: string;
+                        } | null;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description What each answer did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recorded: {
+                            deliveryId: string;
+                            /** @enum {string} */
+                            outcome: "delivered" | "retrying" | "dead" | "stale";
+                            retryInSeconds: number | null;
+                            deadReason: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listenerHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                listenerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Deliveries still being forwarded: their leases are renewed too. */
+                    holding?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Still attached. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscriptionId: string;
+                        forwardTo: string | null;
+                        leaseSeconds: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `listener_gone`: the listener detached, or missed its heartbeats for a lease; its deliveries went back. Attach again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    detachListener: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                listenerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Detached. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detached: boolean;
+                        released: number;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5465,6 +7488,13 @@ export interface operations {
                             latencyMs: number;
                             errorClass: string | null;
                             responseExcerpt: string | null;
+                            requestHeaders?: {
+                                [key: string]: string;
+                            } | null;
+                            listenerId?: string | null;
+                            responseHeaders?: {
+                                [key: string]: string;
+                            } | null;
                             probe: boolean;
                             stale: boolean;
                             /** Format: date-time */
@@ -5969,6 +7999,13 @@ export interface operations {
                             latencyMs: number;
                             errorClass: string | null;
                             responseExcerpt: string | null;
+                            requestHeaders?: {
+                                [key: string]: string;
+                            } | null;
+                            listenerId?: string | null;
+                            responseHeaders?: {
+                                [key: string]: string;
+                            } | null;
                             probe: boolean;
                             stale: boolean;
                             /** Format: date-time */
@@ -9591,6 +11628,1328 @@ export interface operations {
             };
             /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listPortalLinks: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of links. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        links: {
+                            id: string;
+                            applicationId: string;
+                            /** @enum {string} */
+                            access: "read" | "write";
+                            returnUrl: string | null;
+                            /** Format: date-time */
+                            expiresAt: string;
+                            createdBy: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            usedAt: string | null;
+                            revokedAt: string | null;
+                            revokedBy: string | null;
+                            session: {
+                                id: string;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                expiresAt: string;
+                                revokedAt: string | null;
+                                revokedBy: string | null;
+                            } | null;
+                        }[];
+                        next: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createPortalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    access?: "read" | "write";
+                    expiresInMinutes?: number;
+                    returnUrl?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Made, with its token and URL. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        applicationId: string;
+                        /** @enum {string} */
+                        access: "read" | "write";
+                        returnUrl: string | null;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        createdBy: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        usedAt: string | null;
+                        revokedAt: string | null;
+                        revokedBy: string | null;
+                        session: {
+                            id: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            expiresAt: string;
+                            revokedAt: string | null;
+                            revokedBy: string | null;
+                        } | null;
+                        /** @description The link's token, shown this once (only its SHA-256 is kept). */
+                        token: string;
+                        /** @description The link to hand to the customer: the portal, the token in its fragment (never sent to a server, never in a log). */
+                        url: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    revokePortalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        applicationId: string;
+                        /** @enum {string} */
+                        access: "read" | "write";
+                        returnUrl: string | null;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        createdBy: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        usedAt: string | null;
+                        revokedAt: string | null;
+                        revokedBy: string | null;
+                        session: {
+                            id: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            expiresAt: string;
+                            revokedAt: string | null;
+                            revokedBy: string | null;
+                        } | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    revokePortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        revokedAt: string | null;
+                        revokedBy: string | null;
+                        applicationId: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getPortalSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        applicationId: string;
+                        frameAncestors: string[];
+                        theme: {
+                            name: string | null;
+                            logoUrl: string | null;
+                            accentColor: string | null;
+                        };
+                        updatedAt: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    updatePortalSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    frameAncestors?: string[];
+                    theme?: {
+                        name?: string | null;
+                        logoUrl?: string | null;
+                        accentColor?: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        applicationId: string;
+                        frameAncestors: string[];
+                        theme: {
+                            name: string | null;
+                            logoUrl: string | null;
+                            accentColor: string | null;
+                        };
+                        updatedAt: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This key's scope does not allow it: `read_only` (a read-only key asked for a change) or `forbidden` (an application key asked for an operator-only operation). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    openPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session, its cookie set. */
+            201: {
+                headers: {
+                    /** @description The session cookie. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sessionId: string;
+                        applicationId: string;
+                        applicationName: string;
+                        /** @enum {string} */
+                        access: "read" | "write";
+                        /** Format: date-time */
+                        expiresAt: string;
+                        returnUrl: string | null;
+                        /** @description Send it as `x-csrf-token` with every change made with the session cookie. */
+                        csrfToken: string;
+                        theme: {
+                            name: string | null;
+                            logoUrl: string | null;
+                            accentColor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The link opens nothing (`link_refused`), or the request came from another origin (`csrf_failed`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The body is not JSON (send `content-type: application/json`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sessionId: string;
+                        applicationId: string;
+                        applicationName: string;
+                        /** @enum {string} */
+                        access: "read" | "write";
+                        /** Format: date-time */
+                        expiresAt: string;
+                        returnUrl: string | null;
+                        /** @description Send it as `x-csrf-token` with every change made with the session cookie. */
+                        csrfToken: string;
+                        theme: {
+                            name: string | null;
+                            logoUrl: string | null;
+                            accentColor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This credential is not a portal session. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    endPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        revokedAt: string | null;
+                        revokedBy: string | null;
+                        applicationId: string;
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description This credential is not a portal session. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Internal error; the server log has the details. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description The database is unavailable; retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getSubscriptionStats: {
+        parameters: {
+            query?: {
+                minutes?: number;
+                bucketMinutes?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscriptionId: string;
+                        minutes: number;
+                        bucketMinutes: number;
+                        totals: {
+                            attempts: number;
+                            delivered: number;
+                            failed: number;
+                            successRate: number | null;
+                            latencyMsAvg: number | null;
+                            latencyMsP95: number | null;
+                        };
+                        buckets: {
+                            /** Format: date-time */
+                            start: string;
+                            attempts: number;
+                            delivered: number;
+                            failed: number;
+                            successRate: number | null;
+                            latencyMsAvg: number | null;
+                            latencyMsP95: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `error.message` says what to fix, `error.details` where. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or wrong bearer token. */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
