@@ -8,6 +8,7 @@ import type { Cloud } from "./artifacts.js";
 import { API_GATEWAY_REGIONS, COLD_STARTS, ELASTIC_PREMIUM_VCPUS } from "./serviceFacts.js";
 import { allResources, block, resourcesOf } from "./terraformJson.js";
 import { relayRows } from "./compareRelay.js";
+import type { RelayMeasurements } from "./relayMeasured.js";
 
 const CLOUDS: Cloud[] = ["aws", "azure", "gcp"];
 
@@ -142,7 +143,7 @@ function coldStart(cloud: Cloud, json: TerraformJson): string {
 }
 
 /** The operations rows, label first. */
-export function operationRows(stacks: Record<Cloud, TerraformJson>): [string, ...string[]][] {
+export function operationRows(stacks: Record<Cloud, TerraformJson>, relay?: RelayMeasurements): [string, ...string[]][] {
   const row = (label: string, f: (cloud: Cloud, json: TerraformJson) => string): [string, ...string[]] => [label, ...CLOUDS.map((c) => f(c, stacks[c]))];
   return [
     row("database", database),
@@ -154,6 +155,6 @@ export function operationRows(stacks: Record<Cloud, TerraformJson>): [string, ..
     row("secrets in Terraform state", inState),
     row("regional availability", regions),
     row("cold start", coldStart),
-    ...relayRows(stacks, CLOUDS),
+    ...relayRows(stacks, CLOUDS, relay),
   ];
 }

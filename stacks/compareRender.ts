@@ -90,8 +90,22 @@ export function renderText(c: Comparison): string {
     "",
     ...c.notes.map((n) => `source: ${n}`),
     "prices and their sources: stacks/prices.json (docs/comparison.md lists them)",
+    `the relay's speed per delivery: measured by npm run bench:cloudrelay, bench/results/cloudRelay.json (${c.relay.measuredAt.slice(0, 10)}, ${c.relay.machine.note})`,
   );
   return out.join("\n");
+}
+
+/** Where the relay's figures come from: bench:cloudrelay's file, its date, commit and machine. */
+function relayMeasurementLines(c: Comparison): string[] {
+  const m = c.relay;
+  return [
+    `Measured, not assumed: the relay's run time per delivery and its idle tick come from \`npm run bench:cloudrelay\``,
+    `(bench/results/cloudRelay.json, ${m.measuredAt.slice(0, 16).replace("T", " ")} UTC, commit ${m.commit}, Node ${m.node}): the built relay bundle`,
+    `against a TLS PostgreSQL and a local receiver, on ${m.machine.note} (${m.machine.cpus} × ${m.machine.model}, load ${m.machine.loadAverage.join(" → ")}).`,
+    `Medians of ${m.deliveriesPerRun}-delivery invocations (a listening relay's deliveries run inside its runs, billed above; a scheduled one is billed for them):`,
+    "",
+    ...m.profiles.map((p) => `- ${p.cloud}, ${p.mode}, ${p.vcpu} vCPU${p.memoryMb === null ? "" : `, ${p.memoryMb} MB`}: ${Math.round(p.deliveriesPerSecond)} deliveries/s (${Math.round(p.minPerSecond)}-${Math.round(p.maxPerSecond)} over ${p.runs} runs), ${p.cpuMsPerDelivery.toFixed(2)} CPU-ms per delivery${p.gbSecondsPerDelivery === null ? "" : `, ${Math.round(1 / p.gbSecondsPerDelivery)} deliveries per GB-second`}${p.idleInvocationSeconds === null ? "" : `; idle invocation ${p.idleInvocationSeconds} s`}`),
+  ];
 }
 
 export function renderMarkdown(c: Comparison, chartFile = "comparison-cost.svg"): string {
@@ -121,6 +135,8 @@ export function renderMarkdown(c: Comparison, chartFile = "comparison-cost.svg")
     "Assumptions about the traffic (the stacks cannot say these; change them in `stacks/prices.json`):",
     "",
     ...assumptions.map(([k, a]) => `- \`${k}\` = ${a.value}: ${a.why}`),
+    "",
+    ...relayMeasurementLines(c),
     "",
     "Not counted anywhere: logs and metrics ingestion, database I/O and capacity beyond the always-on",
     "minimum (Aurora scales up to its maximum ACU under load; a busy Cloud SQL or Flexible Server needs a",
@@ -193,5 +209,6 @@ export function toJson(c: Comparison): unknown {
     operations: Object.fromEntries(c.operations.map(([label, ...cells]) => [label, Object.fromEntries(CLOUDS.map((cl, i) => [cl, cells[i]]))])),
     prices: c.prices.prices,
     assumptions: c.prices.assumptions,
+    relayMeasured: { file: "bench/results/cloudRelay.json", measuredAt: c.relay.measuredAt, commit: c.relay.commit, node: c.relay.node, machine: c.relay.machine, profiles: c.relay.profiles },
   };
 }

@@ -10,6 +10,7 @@ import { limitRows } from "./compareLimits.js";
 import { operationRows } from "./compareOperations.js";
 import { loadPrices, type PriceList } from "./prices.js";
 import { type CostLine, costLines, monthlyTotal, type Total } from "./pricesEstimate.js";
+import { loadRelayMeasurements, type RelayMeasurements } from "./relayMeasured.js";
 import { API_GATEWAY_REGIONS, CLOUD_RUN_FUNCTION_CPU, COLD_STARTS, ELASTIC_PREMIUM_VCPUS, INGRESS_FACTS, QUEUE_FACTS, serviceOf } from "./serviceFacts.js";
 import { allResources } from "./terraformJson.js";
 
@@ -37,6 +38,8 @@ export interface Comparison {
   /** Resource types per component, every component. */
   inventory: Row[];
   prices: PriceList;
+  /** bench:cloudrelay's measurement the relay's lines and rows use (bench/results/cloudRelay.json). */
+  relay: RelayMeasurements;
   notes: string[];
 }
 
@@ -60,12 +63,13 @@ function componentRows(stacks: Record<Cloud, TerraformJson>, withTypes: boolean,
     .filter((row) => row.slice(1).some((cell) => cell !== "—"));
 }
 
-export function buildComparison(stacks: Record<Cloud, TerraformJson>, options: { tiers?: number[]; prices?: PriceList } = {}): Comparison {
+export function buildComparison(stacks: Record<Cloud, TerraformJson>, options: { tiers?: number[]; prices?: PriceList; relay?: RelayMeasurements } = {}): Comparison {
   const tiers = options.tiers ?? DEFAULT_TIERS;
   const prices = options.prices ?? loadPrices();
+  const relay = options.relay ?? loadRelayMeasurements();
   const money = Object.fromEntries(
     CLOUDS.map((c) => {
-      const lines = costLines(c, stacks[c], prices);
+      const lines = costLines(c, stacks[c], prices, relay);
       return [c, { lines, baseline: monthlyTotal(lines, 0), tiers: tiers.map((n) => monthlyTotal(lines, n)) }];
     }),
   ) as Record<Cloud, CloudMoney>;
@@ -84,10 +88,11 @@ export function buildComparison(stacks: Record<Cloud, TerraformJson>, options: {
     tiers,
     money,
     limits: limitRows(stacks),
-    operations: operationRows(stacks),
+    operations: operationRows(stacks, relay),
     components: componentRows(stacks, false, NOISE),
     inventory: componentRows(stacks, true, []),
     prices,
+    relay,
     notes,
   };
 }

@@ -9,6 +9,7 @@
 import type { TerraformJson } from "./app.js";
 import type { Cloud } from "./artifacts.js";
 import { loadPrices, type PriceList } from "./prices.js";
+import { loadRelayMeasurements, relayCpu, relayIdleSeconds, relayRate, type RelayMeasurements, type RelayRate } from "./relayMeasured.js";
 import { CLOUD_RUN_FUNCTION_CPU, ELASTIC_PREMIUM_VCPUS } from "./serviceFacts.js";
 import { block, resourcesOf, type SynthResource } from "./terraformJson.js";
 
@@ -34,8 +35,8 @@ const count = (json: TerraformJson, type: string) => resourcesOf(json, type).len
 const at = (json: TerraformJson, type: string, component: string): SynthResource | undefined =>
   resourcesOf(json, type).find((r) => r.component === component);
 
-/** Prices and assumptions in a form the lines below read naturally. */
-function helpers(list: PriceList) {
+/** Prices, assumptions and the relay's measured speed in a form the lines below read naturally. */
+function helpers(list: PriceList, measured: RelayMeasurements) {
   const H = list.hoursPerMonth;
   const usd = (id: string): number | null => {
     const p = list.prices[id];
@@ -53,7 +54,7 @@ function helpers(list: PriceList) {
   };
   /** Product of factors, null when any price is unknown. */
   const times = (...xs: (number | null)[]) => (xs.some((x) => x === null) ? null : (xs as number[]).reduce((p, x) => p * x, 1));
-  return { H, usd, a, show, times };
+  return { H, usd, a, show, times, measured };
 }
 
 type Helpers = ReturnType<typeof helpers>;
@@ -86,13 +87,30 @@ function ticksPerMonth(h: Helpers, expression: string | undefined): number {
  * Seconds one relay run is billed for (issue 24). A listening run (WEBHOOKS_RELAY_MODE=listening)
  * listens until its budget less the pass reserve (the attempt timeout, 10 s by default, + 5 s),
  * then finishes what it holds: billed for about that whole time whether or not anything is sent.
- * A scheduled run drains and stops: `relayIdleSeconds` when idle (the deliveries are the traffic lines).
+ * A scheduled run drains and stops: when idle, the idle invocation bench:cloudrelay measured at
+ * the relay's CPU share (the deliveries are the traffic lines).
  */
-const LISTENING_RESERVE_SECONDS = 15;
-function relayRun(h: Helpers, variables: Record<string, string> | undefined, budgetSeconds: number): { seconds: number; listening: boolean; label: string } {
-  const listening = variables?.WEBHOOKS_RELAY_MODE === "listening";
-  if (!listening) return { seconds: h.a("relayIdleSeconds"), listening, label: "Relay ticks (idle runs)" };
-  return { seconds: Math.max(0, budgetSeconds - LISTENING_RESERVE_SECONDS), listening, label: "Relay runs (listening: billed for the whole run)" };
+export const LISTENING_RESERVE_SECONDS = 15;
+function relayRun(h: Helpers, cloud: Cloud, json: TerraformJson, budgetSeconds: number): { seconds: number; listening: boolean; label: string } {
+  const cpu = relayCpu(cloud, json);
+  if (cpu.mode === "scheduled") return { seconds: +relayIdleSeconds(h.measured, cpu).toFixed(3), listening: false, label: "Relay ticks (idle runs, measured)" };
+  return { seconds: Math.max(0, budgetSeconds - LISTENING_RESERVE_SECONDS), listening: true, label: "Relay runs (listening: billed for the whole run)" };
+}
+
+/**
+ * The relay's deliveries (issue 34): the run time one delivery takes, 1 / the deliveries per
+ * second bench:cloudrelay measured for one run at the stack's CPU share. A scheduled run is
+ * billed for the time it drains; a listening relay's deliveries run inside the listening runs
+ * billed above (always-on), so they add nothing there, up to the relay's capacity (the
+ * operations table's relay rows).
+ */
+function relayDeliveries(item: string, quantity: string, speed: RelayRate, listening: boolean, perSecond: { text: string; usd: number | null }, priceIds: string[], times: Helpers["times"]): CostLine {
+  const s = +speed.secondsPerDelivery.toPrecision(3);
+  const measured = `${Math.round(speed.deliveriesPerSecond)}/s per run, ${speed.basis}`;
+  if (listening) {
+    return line({ item, kind: "traffic", quantity, formula: `0: inside the listening runs above (N × ${s} s of their time; ${measured})`, priceIds, monthly: () => 0 });
+  }
+  return line({ item, kind: "traffic", quantity, formula: `N × ${s} s × ${perSecond.text} (${measured})`, priceIds, monthly: (n) => times(n, s, perSecond.usd) });
 }
 
 function awsLines(json: TerraformJson, h: Helpers): CostLine[] {
@@ -111,7 +129,8 @@ function awsLines(json: TerraformJson, h: Helpers): CostLine[] {
   const batch = Number(resourcesOf(json, "aws_lambda_event_source_mapping")[0]?.body.batch_size ?? 1);
   const ticks = ticksPerMonth(h, String(resourcesOf(json, "aws_scheduler_schedule")[0]?.body.schedule_expression ?? ""));
   // On Lambda the budget is the function's timeout (the run reads getRemainingTimeInMillis).
-  const run = relayRun(h, block(relay?.body.environment).variables as Record<string, string> | undefined, Number(relay?.body.timeout ?? 0));
+  const run = relayRun(h, "aws", json, Number(relay?.body.timeout ?? 0));
+  const speed = relayRate(h.measured, relayCpu("aws", json));
   const gbs = usd("aws.lambdaArmGbSecond");
   const req = usd("aws.lambdaRequestsMillion");
   const chunks = Math.ceil(a("payloadBytes") / 65_536);
@@ -162,7 +181,7 @@ function awsLines(json: TerraformJson, h: Helpers): CostLine[] {
       priceIds: ["aws.lambdaRequestsMillion", "aws.lambdaArmGbSecond"],
       monthly: (n) => sum(times(n / batch, req, 1e-6), times(n, gb(processor), a("processorSecondsPerMessage"), gbs)),
     }),
-    line({ item: "Relay Lambda (deliveries)", kind: "traffic", quantity: `${gb(relay) * 1024} MB arm64`, formula: `N × ${gb(relay)} GB × ${a("relaySecondsPerDelivery")} s × ${show("aws.lambdaArmGbSecond")}/GB-s`, priceIds: ["aws.lambdaArmGbSecond"], monthly: (n) => times(n, gb(relay), a("relaySecondsPerDelivery"), gbs) }),
+    relayDeliveries("Relay Lambda (deliveries)", `${gb(relay) * 1024} MB arm64`, speed, run.listening, { text: `${gb(relay)} GB × ${show("aws.lambdaArmGbSecond")}/GB-s`, usd: times(gb(relay), gbs) }, ["aws.lambdaArmGbSecond"], times),
     line({ item: "NAT data processed", kind: "traffic", quantity: `${bytes} B per delivery (assumed)`, formula: `N × ${bytes} B / 10⁹ × ${show("aws.natGatewayGb")}/GB`, priceIds: ["aws.natGatewayGb"], monthly: (n) => times(n, bytes / 1e9, usd("aws.natGatewayGb")) }),
     line({ item: "Internet egress", kind: "traffic", quantity: `${bytes} B per delivery (assumed)`, formula: `N × ${bytes} B / 10⁹ × ${show("aws.internetEgressGb")}/GB`, priceIds: ["aws.internetEgressGb"], monthly: (n) => times(n, bytes / 1e9, usd("aws.internetEgressGb")) }),
   );
@@ -186,7 +205,9 @@ function azureLines(json: TerraformJson, h: Helpers): CostLine[] {
   const pgCompute = priceFor(h, POSTGRES_SKU_PRICES, pgSku);
   const bus = resourcesOf(json, "azurerm_servicebus_namespace")[0];
   const busSku = String(bus?.body.sku ?? "?");
-  const busy = a("ingestSeconds") + a("processorSecondsPerMessage") + a("relaySecondsPerDelivery");
+  // vCPU-seconds per webhook; the relay's is its measured CPU per delivery (bench:cloudrelay).
+  const relayCpuSeconds = +relayRate(h.measured, relayCpu("azure", json)).cpuSecondsPerDelivery.toPrecision(3);
+  const busy = a("ingestSeconds") + a("processorSecondsPerMessage") + relayCpuSeconds;
   const bytes = deliveryBytes(h);
   const extraHours = (n: number) => (vcpus ? Math.max(0, (n * busy) / 3600 / vcpus - H * instances) : null);
   return [
@@ -200,7 +221,7 @@ function azureLines(json: TerraformJson, h: Helpers): CostLine[] {
       item: "Functions plan scale-out",
       kind: "traffic",
       quantity: `${sku}: ${vcpus ?? "?"} vCPU per instance`,
-      formula: `max(0, N × ${+busy.toFixed(3)} s / 3600 / ${vcpus ?? "?"} vCPU − ${H * instances} h) × ${planShow}/h`,
+      formula: `max(0, N × ${+busy.toPrecision(4)} s (ingest ${a("ingestSeconds")} + processor ${a("processorSecondsPerMessage")} + relay ${relayCpuSeconds}, measured) / 3600 / ${vcpus ?? "?"} vCPU − ${H * instances} h) × ${planShow}/h`,
       priceIds: ["azure.ep1InstanceHour"],
       monthly: (n) => times(extraHours(n), planPrice),
     }),
@@ -245,7 +266,8 @@ function gcpLines(json: TerraformJson, h: Helpers): CostLine[] {
   const relay = compute("relay");
   const ticks = ticksPerMonth(h, String(resourcesOf(json, "google_cloud_scheduler_job").find((j) => j.component === "relay")?.body.schedule ?? ""));
   const relayVariables = fn("relay").environment_variables as Record<string, string> | undefined;
-  const run = relayRun(h, relayVariables, Number(relayVariables?.WEBHOOKS_RELAY_BUDGET_SECONDS ?? 0));
+  const run = relayRun(h, "gcp", json, Number(relayVariables?.WEBHOOKS_RELAY_BUDGET_SECONDS ?? 0));
+  const speed = relayRate(h.measured, relayCpu("gcp", json));
   const rate = (c: ReturnType<typeof compute>) => `(${c.cpu} vCPU × ${show("gcp.runVcpuSecond")} + ${+c.gib.toFixed(3)} GiB × ${show("gcp.runGibSecond")})`;
   const bytes = deliveryBytes(h);
   const pubsubBytes = 2 * Math.max(1000, a("payloadBytes"));
@@ -281,7 +303,7 @@ function gcpLines(json: TerraformJson, h: Helpers): CostLine[] {
       priceIds: ["gcp.runRequestsMillion", "gcp.runVcpuSecond", "gcp.runGibSecond"],
       monthly: (n) => sum(times(2 * n, 1e-6, usd("gcp.runRequestsMillion")), times(n, sum(times(a("ingestSeconds"), ingest.perSecond), times(a("processorSecondsPerMessage"), processor.perSecond)))),
     }),
-    line({ item: "Cloud Run: relay deliveries", kind: "traffic", quantity: `relay ${relay.memory}`, formula: `N × ${a("relaySecondsPerDelivery")} s × ${rate(relay)}`, priceIds: ["gcp.runVcpuSecond", "gcp.runGibSecond"], monthly: (n) => times(n, a("relaySecondsPerDelivery"), relay.perSecond) }),
+    relayDeliveries("Cloud Run: relay deliveries", `relay ${relay.memory}`, speed, run.listening, { text: rate(relay), usd: relay.perSecond }, ["gcp.runVcpuSecond", "gcp.runGibSecond"], times),
     line({ item: "Pub/Sub throughput", kind: "traffic", quantity: "publish + push, ≥ 1000 B each", formula: `N × ${pubsubBytes} B / 2⁴⁰ × ${show("gcp.pubsubTib")}/TiB`, priceIds: ["gcp.pubsubTib"], monthly: (n) => times(n, pubsubBytes / 2 ** 40, usd("gcp.pubsubTib")) }),
     line({ item: "NAT data processed", kind: "traffic", quantity: `${bytes} B per delivery (assumed)`, formula: `N × ${bytes} B / 2³⁰ × ${show("gcp.natGb")}/GiB`, priceIds: ["gcp.natGb"], monthly: (n) => times(n, bytes / 2 ** 30, usd("gcp.natGb")) }),
     line({ item: "Internet egress", kind: "traffic", quantity: `${bytes} B per delivery (assumed)`, formula: `N × ${bytes} B / 10⁹ × ${show("gcp.internetEgressGb")}/GB`, priceIds: ["gcp.internetEgressGb"], monthly: (n) => times(n, bytes / 1e9, usd("gcp.internetEgressGb")) }),
@@ -295,9 +317,9 @@ function sum(...xs: (number | null)[]): number | null {
 
 const LINES: Record<Cloud, (json: TerraformJson, h: Helpers) => CostLine[]> = { aws: awsLines, azure: azureLines, gcp: gcpLines };
 
-/** The cost lines of one stack, from its synthesized JSON and the price list. */
-export function costLines(cloud: Cloud, json: TerraformJson, prices: PriceList = loadPrices()): CostLine[] {
-  return LINES[cloud](json, helpers(prices));
+/** The cost lines of one stack, from its synthesized JSON, the price list and the relay's measured speed. */
+export function costLines(cloud: Cloud, json: TerraformJson, prices: PriceList = loadPrices(), measured: RelayMeasurements = loadRelayMeasurements()): CostLine[] {
+  return LINES[cloud](json, helpers(prices, measured));
 }
 
 /** Monthly total at N webhooks a month in each direction (0: the always-on baseline). */

@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TerraformJson } from "../../stacks/app.js";
@@ -12,6 +14,7 @@ import { secretsInState } from "../../stacks/compareOperations.js";
 import { pushDeliveryAttempts } from "../../stacks/gcp/capacity.js";
 import { checkPriceList, loadPrices, PriceDataError, priceProblems, type PriceList } from "../../stacks/prices.js";
 import { costLines, monthlyTotal } from "../../stacks/pricesEstimate.js";
+import { loadRelayMeasurements, RELAY_RESULTS_FILE, RelayMeasurementError, relayCpu, type RelayMeasurements } from "../../stacks/relayMeasured.js";
 import { synthForChecks } from "../../stacks/synthForChecks.js";
 import { synthAll, synthStack, TEST_OVERRIDES, testConfig } from "./synthFixture.js";
 
@@ -141,6 +144,94 @@ describe("money: quantities from the synthesized stacks × cited prices", () => 
       const idle = lines.filter((l) => l.kind === "baseline").reduce((s, l) => s + (l.monthly(0) ?? 0), 0);
       expect(monthlyTotal(lines, 0).usd).toBeCloseTo(idle, 9);
     }
+  });
+});
+
+describe("the relay's cost per delivery: measured by bench:cloudrelay (bench/results/cloudRelay.json), not assumed", () => {
+  // The file as committed, read here on its own: the comparison must use exactly these figures.
+  const file = JSON.parse(readFileSync(RELAY_RESULTS_FILE, "utf8")) as RelayMeasurements;
+  const profile = (cloud: Cloud, mode: string) => {
+    const found = file.profiles.find((p) => p.cloud === cloud && p.mode === mode);
+    if (!found) throw new Error(`bench/results/cloudRelay.json has no ${cloud} ${mode} profile`);
+    return found;
+  };
+  const scheduled = () => synthAll({ relayMode: "scheduled" });
+  /** The file with every rate multiplied by `k` (and CPU per delivery divided by it). */
+  const faster = (k: number): RelayMeasurements => ({ ...file, profiles: file.profiles.map((p) => ({ ...p, deliveriesPerSecond: p.deliveriesPerSecond * k, cpuMsPerDelivery: p.cpuMsPerDelivery / k })) });
+
+  it("the committed file says when, on what and how it was measured, and holds each cloud's relay at the CPU share its stack gives it", () => {
+    expect(loadRelayMeasurements()).toEqual(file);
+    expect(Date.parse(file.measuredAt)).not.toBeNaN();
+    expect(file.machine.note).toMatch(/shared 2-core machine/);
+    expect(file.node).toMatch(/^v22\./);
+    for (const cloud of ["aws", "azure", "gcp"] as const) {
+      for (const mode of ["listening", "scheduled"]) expect(profile(cloud, mode).vcpu, `${cloud} ${mode}`).toBeCloseTo(relayCpu(cloud, stacksAsConfigured()[cloud]).vcpu, 3);
+    }
+    expect(relayCpu("aws", stacksAsConfigured().aws)).toMatchObject({ vcpu: 0.289, memoryMb: 512, mode: "listening" });
+  });
+
+  it("a scheduled relay's deliveries cost the run time the bench measured per delivery: N × GB × 1/(deliveries per second) × the GB-second price", () => {
+    const s = scheduled();
+    const aws = profile("aws", "scheduled");
+    const seconds = +(1 / aws.deliveriesPerSecond).toPrecision(3);
+    const relay = line("aws", s.aws, "Relay Lambda (deliveries)");
+    expect(relay.formula).toBe(`N × ${seconds} s × 0.5 GB × $${price("aws.lambdaArmGbSecond")}/GB-s (${Math.round(aws.deliveriesPerSecond)}/s per run, measured at 0.289 vCPU (bench:cloudrelay ${file.measuredAt.slice(0, 10)}, aws profile, median of ${aws.runs}))`);
+    expect(relay.monthly(1e6)).toBeCloseTo(1e6 * seconds * 0.5 * price("aws.lambdaArmGbSecond"), 9);
+    const gcp = profile("gcp", "scheduled");
+    expect(line("gcp", s.gcp, "Cloud Run: relay deliveries").monthly(1e6)).toBeCloseTo(1e6 * +(1 / gcp.deliveriesPerSecond).toPrecision(3) * (0.333 * price("gcp.runVcpuSecond") + 0.5 * price("gcp.runGibSecond")), 9);
+    // The idle tick too: the bench's idle invocation at the relay's share, not an assumed 0.2 s.
+    expect(line("aws", s.aws, "Relay ticks (idle runs, measured)").quantity).toContain(`× ${aws.idleInvocationSeconds} s, 512 MB`);
+    expect(prices.assumptions).not.toHaveProperty("relaySecondsPerDelivery");
+    expect(prices.assumptions).not.toHaveProperty("relayIdleSeconds");
+  });
+
+  it("follows the file: a relay measured twice as fast halves the deliveries' cost, and Azure's scale-out uses its measured CPU per delivery", () => {
+    const s = scheduled();
+    const now = line("aws", s.aws, "Relay Lambda (deliveries)").monthly(1e8)!;
+    const twice = costLines("aws", s.aws, prices, faster(2)).find((l) => l.item === "Relay Lambda (deliveries)")!.monthly(1e8)!;
+    expect(twice / now).toBeCloseTo(0.5, 2);
+    const cpuSeconds = +(profile("azure", "listening").cpuMsPerDelivery / 1000).toPrecision(3);
+    expect(line("azure", stacksAsConfigured().azure, "Functions plan scale-out").formula).toContain(`relay ${cpuSeconds}, measured`);
+  });
+
+  it("a listening relay's deliveries add nothing to the listening runs already billed, and its capacity is the measured rate × the runs claiming", () => {
+    const configured = stacksAsConfigured();
+    const relay = line("aws", configured.aws, "Relay Lambda (deliveries)");
+    expect(relay.monthly(1e8)).toBe(0);
+    expect(relay.formula).toMatch(/^0: inside the listening runs above \(N × [\d.]+ s of their time; \d+\/s per run, measured at 0\.289 vCPU/);
+    const c = buildComparison(configured);
+    const perRun = Math.round(profile("aws", "listening").deliveriesPerSecond);
+    expect(row(c.operations, "relay deliveries per second, one run with a backlog")[1]).toMatch(new RegExp(`^${perRun}/s at 0\\.289 vCPU \\(memory_size 512 MB / 1769 MB per vCPU\\)`));
+    // AWS: a run every 60 s claims for its 120 s timeout less the 15 s reserve: 1.75 runs on average.
+    expect(row(c.operations, "relay capacity, sustained")[1]).toContain(`1.75 runs claiming on average (105 s per 60 s) × ${perRun}/s`);
+    expect(row(c.operations, "relay capacity, sustained")[1]).toMatch(new RegExp(`^≈ ${Math.round(1.75 * profile("aws", "listening").deliveriesPerSecond).toLocaleString("en-US")}/s`));
+  });
+
+  it("a CPU share the bench did not run at is scaled from the measured CPU per delivery, and says so", () => {
+    const big = synthStack("aws", { functionMemoryMb: 1024 });
+    const cpu = relayCpu("aws", big);
+    expect(cpu.vcpu).toBe(0.579);
+    expect(line("aws", synthStack("aws", { functionMemoryMb: 1024, relayMode: "scheduled" }), "Relay Lambda (deliveries)").formula).toMatch(/scaled to 0\.579 vCPU from the measured [\d.]+ CPU-ms per delivery/);
+  });
+
+  it("refuses a results file it cannot use, naming what is wrong and the command that rewrites it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cloudrelay-results-"));
+    const write = (name: string, content: string) => { const f = join(dir, name); writeFileSync(f, content); return f; };
+    const broken = structuredClone(file) as unknown as { profiles: Record<string, unknown>[]; measuredAt: string };
+    broken.profiles[0]!.deliveriesPerSecond = "fast";
+    broken.profiles[1]!.mode = "sometimes";
+    broken.measuredAt = "yesterday";
+    const malformed = write("malformed.json", JSON.stringify(broken));
+    expect(() => loadRelayMeasurements(malformed)).toThrow(RelayMeasurementError);
+    expect(() => loadRelayMeasurements(malformed)).toThrow(/profiles\[0\] \(\w+, \w+\): deliveriesPerSecond must be a number > 0, got "fast"/);
+    expect(() => loadRelayMeasurements(malformed)).toThrow(/profiles\[1\].*mode must be listening or scheduled, got "sometimes"/);
+    expect(() => loadRelayMeasurements(malformed)).toThrow(/measuredAt: an ISO date is needed[\s\S]*Run `npm run bench:cloudrelay`/);
+    expect(() => loadRelayMeasurements(write("empty.json", JSON.stringify({ ...file, profiles: [] })))).toThrow(/profiles: a non-empty list is needed/);
+    expect(() => loadRelayMeasurements(write("truncated.json", readFileSync(RELAY_RESULTS_FILE, "utf8").slice(0, 200)))).toThrow(/is not JSON .*Run `npm run bench:cloudrelay` to rewrite it/);
+    expect(() => loadRelayMeasurements(join(dir, "absent.json"))).toThrow(/cannot be read .*Run `npm run bench:cloudrelay` to measure it/);
+    // A file without the mode a stack runs in cannot price it: it says which mode is missing.
+    const listeningOnly = { ...file, profiles: file.profiles.filter((p) => p.mode === "listening") };
+    expect(() => costLines("aws", scheduled().aws, prices, listeningOnly)).toThrow(/no scheduled run/);
   });
 });
 
