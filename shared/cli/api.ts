@@ -1,7 +1,11 @@
 /**
- * The management API as the CLI sees it: JSON over HTTP with a bearer token. Every failure becomes
- * an `ApiError` whose message says what went wrong and what to do, never a stack trace.
+ * The management API as the CLI sees it: the typed client generated from its OpenAPI document
+ * (shared/client/, openapi-fetch over openapi-typescript's types), so a command that names a path,
+ * a parameter or a field the API does not have does not compile. Every failure becomes an
+ * `ApiError` whose message says what went wrong and what to do, never a stack trace.
  */
+import type { ClientPathsWithMethod, MaybeOptionalInit, MethodResponse } from "openapi-fetch";
+import { apiErrorOf, createWebhooksClient, type paths, type WebhooksClient } from "../client/index.js";
 
 export class ApiError extends Error {
   override name = "ApiError";
@@ -31,60 +35,108 @@ export interface ApiClientOptions {
   timeoutMs?: number;
 }
 
+type Method = "get" | "post" | "patch" | "delete";
+type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
+/** The request's options (`params.path`, `params.query`, `body`), required when the operation has required ones. */
+type InitArgs<Init> = RequiredKeys<Init> extends never ? [init?: Init & { [key: string]: unknown }] : [init: Init & { [key: string]: unknown }];
+
+/**
+ * One operation, typed by the document: `GET("/subscriptions/{id}", { params: { path: { id } } })`
+ * resolves to the answer's data (the 2xx body) or throws an `ApiError`.
+ */
+export type ApiCall<M extends Method> = <P extends ClientPathsWithMethod<WebhooksClient, M>, Init extends MaybeOptionalInit<paths[P], M>>(
+  path: P,
+  ...init: InitArgs<Init>
+) => Promise<MethodResponse<WebhooksClient, M, P, Init>>;
+
+/** The 2xx data of an operation, by path and method: `ApiData<"/subscriptions/{id}", "get">`. */
+export type ApiData<P extends keyof paths, M extends Method = "get"> = P extends ClientPathsWithMethod<WebhooksClient, M> ? MethodResponse<WebhooksClient, M, P> : never;
+
+type Operation<P extends keyof paths, M extends Method> = paths[P] extends Record<M, infer O> ? O : never;
+
+/** The JSON body an operation takes: `ApiBody<"/subscriptions", "post">`. */
+export type ApiBody<P extends keyof paths, M extends Method> = Operation<P, M> extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+
+/** The query an operation takes: `ApiQuery<"/deliveries">`. */
+export type ApiQuery<P extends keyof paths, M extends Method = "get"> = NonNullable<Operation<P, M> extends { parameters: { query?: infer Q } } ? Q : never>;
+
 export interface ApiClient {
+  GET: ApiCall<"get">;
+  POST: ApiCall<"post">;
+  PATCH: ApiCall<"patch">;
+  DELETE: ApiCall<"delete">;
+  /**
+   * Untyped calls by a path string, kept while commands move to the typed ones above.
+   * @deprecated Use GET/POST/PATCH/DELETE, which the OpenAPI document types.
+   */
   get<T = unknown>(path: string, query?: Record<string, string | undefined>): Promise<T>;
+  /** @deprecated Use POST. */
   post<T = unknown>(path: string, body?: unknown): Promise<T>;
+  /** @deprecated Use PATCH. */
   patch<T = unknown>(path: string, body: unknown): Promise<T>;
+  /** @deprecated Use DELETE. */
   delete<T = unknown>(path: string): Promise<T>;
 }
 
-/** Builds a client; `path` segments taken from user input must be encoded by the caller (`seg`). */
+/** Builds a client on the generated one; path parameters are encoded by it. */
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const base = options.url.replace(/\/+$/, "");
+  const basePath = URL.canParse(base) ? new URL(base).pathname.replace(/\/+$/, "") : "";
   const timeoutMs = options.timeoutMs ?? 30_000;
 
-  async function call<T>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {
-    const url = new URL(base + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method,
-        headers: {
-          authorization: `Bearer ${options.token}`,
-          accept: "application/json",
-          ...(body !== undefined ? { "content-type": "application/json" } : {}),
-        },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-        redirect: "manual",
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      const reason = (error as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message);
-      throw new ApiError(`Could not reach the platform at ${base} (${reason}). Is it running? Set --url or WEBHOOKS_URL.`, 0, undefined, { cause: error });
+  const client = createWebhooksClient({
+    url: base,
+    token: options.token,
+    headers: { accept: "application/json" },
+    fetch: async (request) => {
+      try {
+        return await fetch(request, { redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
+      } catch (error) {
+        const reason = (error as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message);
+        throw new ApiError(`Could not reach the platform at ${base} (${reason}). Is it running? Set --url or WEBHOOKS_URL.`, 0, undefined, { cause: error });
+      }
+    },
+  });
+
+  /** The answer's body as JSON, or the ApiError it makes. The path in messages is the one requested, without the base or the query. */
+  async function call(method: Uppercase<Method>, path: string, init: Record<string, unknown> = {}): Promise<unknown> {
+    let url: URL | undefined;
+    const { data, error, response } = await client.request(method.toLowerCase() as never, path as never, {
+      ...init,
+      // Read as text and parsed here: a body that is not JSON gets a message, not a SyntaxError.
+      parseAs: "text",
+      middleware: [{ onRequest: ({ request }: { request: Request }) => { url = new URL(request.url); } }],
+    } as never) as { data?: string; error?: unknown; response: Response };
+    const shown = `${method} ${url ? url.pathname.slice(basePath.length) || "/" : path}`;
+    if (!response.ok) {
+      const parsed = typeof error === "string" ? undefined : error;
+      const err = apiErrorOf(parsed);
+      if (response.status === 401) throw new ApiError(refusedTokenMessage(options), 401, err?.code);
+      const what = err?.message ?? ((typeof error === "string" ? error.slice(0, 200) : "") || response.statusText);
+      throw new ApiError(`${shown} failed with ${response.status}${err?.code ? ` ${err.code}` : ""}: ${what}`, response.status, err?.code);
     }
-    const text = await res.text();
-    let parsed: unknown;
+    if (!data) return undefined;
     try {
-      parsed = text ? JSON.parse(text) : undefined;
+      return JSON.parse(data);
     } catch {
-      parsed = undefined;
+      throw new ApiError(`${shown} answered ${response.status} with a body that is not JSON; is --url pointing at the platform?`, response.status);
     }
-    if (!res.ok) {
-      const err = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
-      if (res.status === 401) throw new ApiError(refusedTokenMessage(options), 401, err?.code);
-      const what = err?.message ?? (text.slice(0, 200) || res.statusText);
-      throw new ApiError(`${method} ${path} failed with ${res.status}${err?.code ? ` ${err.code}` : ""}: ${what}`, res.status, err?.code);
-    }
-    if (text && parsed === undefined) throw new ApiError(`${method} ${path} answered ${res.status} with a body that is not JSON; is --url pointing at the platform?`, res.status);
-    return parsed as T;
   }
 
+  /** The untyped calls' paths carry their query in `query`; the typed ones' in `params.query`. */
+  const untyped = (method: Uppercase<Method>, path: string, query?: Record<string, string | undefined>, body?: unknown) =>
+    call(method, path, { ...(query ? { params: { query: Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)) } } : {}), ...(body !== undefined ? { body } : {}) });
+
   return {
-    get: (path, query) => call("GET", path, undefined, query),
-    post: (path, body) => call("POST", path, body ?? {}),
-    patch: (path, body) => call("PATCH", path, body),
-    delete: (path) => call("DELETE", path),
+    GET: ((path: string, init?: Record<string, unknown>) => call("GET", path, init)) as ApiCall<"get">,
+    // A POST without a body sends `{}`: the API's operations without one accept it, and some with an optional one need JSON.
+    POST: ((path: string, init?: Record<string, unknown>) => call("POST", path, { body: {}, ...init })) as ApiCall<"post">,
+    PATCH: ((path: string, init?: Record<string, unknown>) => call("PATCH", path, init)) as ApiCall<"patch">,
+    DELETE: ((path: string, init?: Record<string, unknown>) => call("DELETE", path, init)) as ApiCall<"delete">,
+    get: (path, query) => untyped("GET", path, query) as never,
+    post: (path, body) => untyped("POST", path, undefined, body ?? {}) as never,
+    patch: (path, body) => untyped("PATCH", path, undefined, body) as never,
+    delete: (path) => untyped("DELETE", path) as never,
   };
 }
 

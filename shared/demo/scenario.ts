@@ -3,7 +3,7 @@
  * would: create two subscriptions, let the partner send, wait for the platform to settle, fix the
  * broken endpoint, replay its dead letters, and report what was observed.
  */
-import { createApiClient, type ApiClient } from "../cli/api.js";
+import { createApiClient, type ApiClient, type ApiQuery } from "../cli/api.js";
 import { DEMO_PARTNER, type PartnerReport } from "./partner.js";
 import type { DemoReceiver } from "./receiver.js";
 
@@ -60,8 +60,6 @@ export interface ScenarioInput {
   partner: (pauseMs: number) => Promise<PartnerReport>;
 }
 
-interface Sub { id: string; secrets?: string[]; status: string }
-interface DeliveryRow { id: string; eventId: string; status: string }
 
 /** Polls `check` every 250 ms until it returns true or `timeoutMs` passes; false on timeout. */
 async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
@@ -73,8 +71,8 @@ async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<
   }
 }
 
-async function deliveries(api: ApiClient, subscriptionId: string, status?: string): Promise<DeliveryRow[]> {
-  const answer = await api.get<{ deliveries: DeliveryRow[] }>("/deliveries", { subscriptionId, status, limit: "1000" });
+async function deliveries(api: ApiClient, subscriptionId: string, status?: ApiQuery<"/deliveries">["status"]) {
+  const answer = await api.GET("/deliveries", { params: { query: { subscriptionId, status, limit: 1000 } } });
   return answer.deliveries;
 }
 
@@ -93,8 +91,8 @@ export async function runScenario(input: ScenarioInput): Promise<DemoSummary> {
   };
 
   // 1. Two endpoints: one that fails now and then (retries), one that is broken (dead letters).
-  const flaky = await api.post<Sub>("/subscriptions", { url: `${receiver.url}/flaky`, eventTypes: ["order.*"], description: `demo ${input.runId}: flaky receiver` });
-  const broken = await api.post<Sub>("/subscriptions", { url: `${receiver.url}/broken`, eventTypes: ["order.shipped"], maxAttempts: 2, description: `demo ${input.runId}: broken receiver` });
+  const flaky = await api.POST("/subscriptions", { body: { url: `${receiver.url}/flaky`, eventTypes: ["order.*"], description: `demo ${input.runId}: flaky receiver` } });
+  const broken = await api.POST("/subscriptions", { body: { url: `${receiver.url}/broken`, eventTypes: ["order.shipped"], maxAttempts: 2, description: `demo ${input.runId}: broken receiver` } });
   receiver.setSecret("flaky", flaky.secrets![0]!);
   receiver.setSecret("broken", broken.secrets![0]!);
   log(`subscriptions: ${flaky.id} (order.*, flaky), ${broken.id} (order.shipped, broken, 2 attempts max)`);
@@ -107,7 +105,7 @@ export async function runScenario(input: ScenarioInput): Promise<DemoSummary> {
   const orders: DemoSummary["inbound"]["orders"] = {};
   await wait("the orders to converge", async () => {
     for (const [id, expected] of Object.entries(partner.expectedOrders)) {
-      const order = await api.get<{ state: string }>(`/entities/order/${encodeURIComponent(id)}`).catch(() => undefined);
+      const order = await api.GET("/entities/{machine}/{id}", { params: { path: { machine: "order", id } } }).catch(() => undefined);
       orders[id] = { state: order?.state ?? null, expected };
     }
     return Object.values(orders).every((o) => o.state === o.expected);
@@ -125,7 +123,7 @@ export async function runScenario(input: ScenarioInput): Promise<DemoSummary> {
     const rows = await deliveries(api, broken.id);
     return rows.length > 0 && rows.every((d) => d.status === "dead");
   });
-  const dead = (await api.get<{ deadLetters: DeliveryRow[] }>("/dead-letters", { subscriptionId: broken.id, limit: "1000" })).deadLetters;
+  const dead = (await api.GET("/dead-letters", { params: { query: { subscriptionId: broken.id, limit: 1000 } } })).deadLetters;
   log(`broken endpoint: ${dead.length} dead letters (${receiver.stats.broken.failures} refused attempts)`);
 
   // 5. Alerts for those dead letters arrive, signed, through our own outbox.
@@ -136,12 +134,12 @@ export async function runScenario(input: ScenarioInput): Promise<DemoSummary> {
 
   // 6. Fix the endpoint, replay in bulk, see them delivered.
   receiver.fix();
-  const replay = await api.post<{ replayed: string[] }>("/dead-letters/replay", { filter: { subscriptionId: broken.id } });
+  const replay = await api.POST("/dead-letters/replay", { body: { filter: { subscriptionId: broken.id } } });
   await wait("the replayed deliveries", async () => (await deliveries(api, broken.id)).every((d) => d.status === "delivered"));
   log(`replayed ${replay.replayed.length} dead letters after fixing the endpoint: ${receiver.stats.broken.delivered.size} delivered`);
 
-  const processed = (await api.get<{ entries: { deferrals: number }[] }>("/inbox", { status: "processed", partner: DEMO_PARTNER, limit: "1000" })).entries;
-  const quarantined = (await api.get<{ entries: unknown[] }>("/inbox", { status: "quarantined", partner: DEMO_PARTNER, limit: "1000" })).entries;
+  const processed = (await api.GET("/inbox", { params: { query: { status: "processed", partner: DEMO_PARTNER, limit: 1000 } } })).entries;
+  const quarantined = (await api.GET("/inbox", { params: { query: { status: "quarantined", partner: DEMO_PARTNER, limit: 1000 } } })).entries;
   const stats = receiver.stats;
   return {
     inbound: {

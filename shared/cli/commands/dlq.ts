@@ -1,17 +1,7 @@
 /** `webhooks dlq list|replay`: outbound dead letters. */
 import { intOption, type Command, type Invocation } from "../command.js";
 import { printJson, table } from "../output.js";
-import { itemsOf } from "./lists.js";
 import { replayCommand } from "./replay.js";
-
-interface DeadLetter {
-  id: string;
-  subscriptionId?: string;
-  eventType?: string;
-  attempts?: number;
-  deadReason?: string | null;
-  deadAt?: string | null;
-}
 
 /** The filters `dlq list` and `dlq replay --all` share (the API's dead letter filter). */
 const FILTER_OPTIONS = { subscription: { type: "string" }, "event-type": { type: "string" }, reason: { type: "string" }, since: { type: "string" }, until: { type: "string" } } as const;
@@ -55,7 +45,7 @@ Examples:
   options: { ...FILTER_OPTIONS, limit: { type: "string" } },
   async run(inv) {
     const limit = intOption(inv, "limit", 100, 1, 1000);
-    const rows = itemsOf<DeadLetter>(await inv.api().get("/dead-letters", { ...filterOf(inv), limit: String(limit) }));
+    const { deadLetters: rows } = await inv.api().GET("/dead-letters", { params: { query: { ...filterOf(inv), limit } } });
     if (inv.json) inv.io.stdout(printJson(rows));
     else if (rows.length === 0) inv.io.stdout(`No dead letters${describeFilter(inv)}.\n`);
     else inv.io.stdout(table(rows, [
@@ -76,9 +66,8 @@ export const dlqReplay: Command = replayCommand({
   everything: "every dead letter",
   target: {
     noun: "dead letter",
-    single: (id) => `/dead-letters/${id}/replay`,
-    bulk: "/dead-letters/replay",
-    bulkBody: (limit, inv) => ({ filter: filterOf(inv), limit }),
+    single: (api, id) => api.POST("/dead-letters/{id}/replay", { params: { path: { id } } }),
+    bulk: (api, limit, inv) => api.POST("/dead-letters/replay", { body: { filter: filterOf(inv), limit } }),
     selection: describeFilter,
   },
   filters: { options: FILTER_OPTIONS, help: filterHelp("with --all: ") },

@@ -3,29 +3,18 @@
  * 1, docs/catalogue.md), the API's /event-types routes. Every command acts on one application:
  * `--application <id>`, else an application key's own, else the default one.
  */
-import { seg } from "../api.js";
+import type { ApiBody, ApiData } from "../api.js";
 import { UsageError, intOption, type Command, type Invocation } from "../command.js";
 import { printJson, record, table } from "../output.js";
 import { jsonFileOption, parseJsonText, readText } from "./contentOptions.js";
 
-interface EventType {
-  applicationId: string;
-  name: string;
-  description: string | null;
-  schema: Record<string, unknown> | null;
-  examples: unknown[];
-  version: number;
-  deprecated: boolean;
-  validation: "off" | "warn" | "enforce";
-  createdAt: string;
-  updatedAt: string;
-}
+type EventType = ApiData<"/event-types/{name}">;
 
-const VALIDATIONS = ["off", "warn", "enforce"];
+const VALIDATIONS = ["off", "warn", "enforce"] as const;
+type Validation = (typeof VALIDATIONS)[number];
 const APPLICATION_HELP = "  --application <id>     the application whose catalogue (default: the key's own, else the default one)";
 
-const inApp = (inv: Invocation): Record<string, string | undefined> => ({ applicationId: inv.values.application as string | undefined });
-const query = (inv: Invocation): string => (inv.values.application !== undefined ? `?applicationId=${encodeURIComponent(inv.values.application as string)}` : "");
+const inApp = (inv: Invocation): { applicationId?: string } => ({ applicationId: inv.values.application as string | undefined });
 
 function show(t: EventType): Record<string, unknown> {
   return {
@@ -41,8 +30,8 @@ function show(t: EventType): Record<string, unknown> {
   };
 }
 
-function validationOf(inv: Invocation): string | undefined {
-  const v = inv.values.validation as string | undefined;
+function validationOf(inv: Invocation): Validation | undefined {
+  const v = inv.values.validation as Validation | undefined;
   if (v !== undefined && !VALIDATIONS.includes(v)) throw new UsageError(`--validation must be off, warn or enforce; got ${JSON.stringify(v)}.`);
   return v;
 }
@@ -73,9 +62,9 @@ ${APPLICATION_HELP}
   options: { application: { type: "string" }, "no-deprecated": { type: "boolean" }, limit: { type: "string" } },
   async run(inv) {
     const limit = intOption(inv, "limit", 100, 1, 1000);
-    const answer = await inv.api().get<{ eventTypes: EventType[]; next: string | null }>("/event-types", {
-      ...inApp(inv), limit: String(limit), ...(inv.values["no-deprecated"] ? { includeDeprecated: "false" } : {}),
-    });
+    const answer = await inv.api().GET("/event-types", { params: { query: {
+      ...inApp(inv), limit, ...(inv.values["no-deprecated"] ? { includeDeprecated: "false" } : {}),
+    } } });
     if (inv.json) return void inv.io.stdout(printJson(answer.eventTypes));
     if (answer.eventTypes.length === 0) return void inv.io.stdout("No event types in the catalogue.\n");
     inv.io.stdout(table(answer.eventTypes, [
@@ -98,7 +87,7 @@ export const eventTypesGet: Command = {
   options: { application: { type: "string" } },
   positionals: [1, 1],
   async run(inv) {
-    const t = await inv.api().get<EventType>(`/event-types/${seg(inv.positionals[0]!)}`, inApp(inv));
+    const t = await inv.api().GET("/event-types/{name}", { params: { path: { name: inv.positionals[0]! }, query: inApp(inv) } });
     inv.io.stdout(inv.json ? printJson(t) : record(show(t)));
   },
 };
@@ -127,9 +116,9 @@ Example:
   },
   positionals: [1, 1],
   async run(inv) {
-    const body: Record<string, unknown> = { name: inv.positionals[0] };
-    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
-    if (inv.values.description !== undefined) body.description = inv.values.description;
+    const body: ApiBody<"/event-types", "post"> = { name: inv.positionals[0]! };
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application as string;
+    if (inv.values.description !== undefined) body.description = inv.values.description as string;
     const schema = await schemaOf(inv);
     if (schema) body.schema = schema;
     const examples = examplesOf(inv);
@@ -137,7 +126,7 @@ Example:
     const validation = validationOf(inv);
     if (validation) body.validation = validation;
     if (inv.values.deprecated === true) body.deprecated = true;
-    const t = await inv.api().post<EventType>("/event-types", body);
+    const t = await inv.api().POST("/event-types", { body });
     inv.io.stdout(inv.json ? printJson(t) : `Added ${t.name} (version ${t.version}).\n${record(show(t))}`);
   },
 };
@@ -161,8 +150,8 @@ ${APPLICATION_HELP}`,
   async run(inv) {
     if (inv.values.schema !== undefined && inv.values["no-schema"]) throw new UsageError("Give --schema or --no-schema, not both.");
     if ((inv.values.example as string[] | undefined)?.length && inv.values["no-examples"]) throw new UsageError("Give --example or --no-examples, not both.");
-    const change: Record<string, unknown> = {};
-    if (inv.values.description !== undefined) change.description = inv.values.description === "" ? null : inv.values.description;
+    const change: ApiBody<"/event-types/{name}", "patch"> = {};
+    if (inv.values.description !== undefined) change.description = inv.values.description === "" ? null : inv.values.description as string;
     const schema = await schemaOf(inv);
     if (schema) change.schema = schema;
     if (inv.values["no-schema"]) change.schema = null;
@@ -177,7 +166,7 @@ ${APPLICATION_HELP}`,
       change.deprecated = deprecated === "on";
     }
     if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --description, --schema, --no-schema, --example, --no-examples, --validation, --deprecated.");
-    const t = await inv.api().patch<EventType>(`/event-types/${seg(inv.positionals[0]!)}${query(inv)}`, change);
+    const t = await inv.api().PATCH("/event-types/{name}", { params: { path: { name: inv.positionals[0]! }, query: inApp(inv) }, body: change });
     inv.io.stdout(inv.json ? printJson(t) : `Updated ${t.name} (version ${t.version}).\n${record(show(t))}`);
   },
 };
@@ -190,7 +179,7 @@ export const eventTypesDelete: Command = {
   options: { application: { type: "string" } },
   positionals: [1, 1],
   async run(inv) {
-    const r = await inv.api().delete<{ name: string; deleted: true }>(`/event-types/${seg(inv.positionals[0]!)}${query(inv)}`);
+    const r = await inv.api().DELETE("/event-types/{name}", { params: { path: { name: inv.positionals[0]! }, query: inApp(inv) } });
     inv.io.stdout(inv.json ? printJson(r) : `Removed ${r.name} from the catalogue.\n`);
   },
 };
@@ -219,12 +208,12 @@ ${APPLICATION_HELP}`,
       throw new UsageError(`${file === "-" ? "standard input" : file} is not JSON (${(error as Error).message}); the OpenAPI document must be JSON (convert YAML first, e.g. \`yq -o json\`).`);
     }
     if (typeof document !== "object" || document === null || Array.isArray(document)) throw new UsageError(`${file} must hold an OpenAPI document (a JSON object with "webhooks").`);
-    const body: Record<string, unknown> = { document };
+    const body: ApiBody<"/event-types/import", "post"> = { document: document as Record<string, unknown> };
     const validation = validationOf(inv);
     if (validation) body.validation = validation;
     if (inv.values["no-overwrite"]) body.overwrite = false;
-    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
-    const r = await inv.api().post<{ created: string[]; updated: string[]; unchanged: string[]; skipped: { key: string; reason: string }[] }>("/event-types/import", body);
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application as string;
+    const r = await inv.api().POST("/event-types/import", { body });
     if (inv.json) return void inv.io.stdout(printJson(r));
     const names = (list: string[]) => (list.length ? list.join(", ") : "none");
     inv.io.stdout(`Imported from ${file}: created ${names(r.created)}; updated ${names(r.updated)}; unchanged ${names(r.unchanged)}.\n` +

@@ -1,13 +1,10 @@
 /** `webhooks events send`: enqueue one event, or a batch from a JSON file, through the API. */
 import { readFile } from "node:fs/promises";
+import type { ApiBody, ApiData } from "../api.js";
 import { UsageError, type Command } from "../command.js";
 import { printJson, table } from "../output.js";
 
-interface EnqueueResult {
-  eventId: string;
-  created: boolean;
-  deliveries: { id: string; subscriptionId: string; status: string }[];
-}
+type EnqueueResult = ApiData<"/events", "post">;
 
 /** Parses the JSON an option carries, or says which option holds what. */
 function jsonOf(text: string, where: string): unknown {
@@ -64,7 +61,8 @@ Examples:
       }
       const events = jsonOf(await readText(file, "--file"), `--file ${file}`);
       if (!Array.isArray(events)) throw new UsageError(`--file ${file} must hold a JSON array of events.`);
-      const { results } = await inv.api().post<{ results: EnqueueResult[] }>("/events/batch", { events });
+      // The file's events as they are: the API validates each and says which is wrong.
+      const { results } = await inv.api().POST("/events/batch", { body: { events: events as ApiBody<"/events/batch", "post">["events"] } });
       if (inv.json) inv.io.stdout(printJson(results));
       else inv.io.stdout(table(results, [
         { header: "event", value: (r) => r.eventId },
@@ -80,10 +78,10 @@ Examples:
     const data = dataFile !== undefined
       ? jsonOf(await readText(dataFile, "--data-file"), `--data-file ${dataFile}`)
       : inv.values.data === undefined ? null : jsonOf(inv.values.data as string, "--data");
-    const body: Record<string, unknown> = { type, data };
-    if (inv.values.id !== undefined) body.id = inv.values.id;
-    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
-    const result = await inv.api().post<EnqueueResult>("/events", body);
+    const body: ApiBody<"/events", "post"> = { type, data };
+    if (inv.values.id !== undefined) body.id = inv.values.id as string;
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application as string;
+    const result = await inv.api().POST("/events", { body });
     inv.io.stdout(inv.json ? printJson(result) : `${line(result)}\n`);
   },
 };

@@ -1,11 +1,7 @@
 /** `webhooks events list|get|resend`: what was enqueued, where it went, and sending it again. */
-import { seg } from "../api.js";
 import { UsageError, intOption, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
-import { itemsOf } from "./lists.js";
 
-interface Event { id: string; type: string; occurredAt: string; createdAt: string }
-interface Delivery { id: string; subscriptionId: string; status: string; attempts: number; origin: string | null }
 
 const isTime = (s: string) => !Number.isNaN(Date.parse(s)) && /T/.test(s);
 
@@ -27,9 +23,9 @@ export const eventsList: Command = {
       if (v !== undefined && !isTime(v)) throw new UsageError(`--${k} must be an ISO 8601 time such as 2026-01-31T00:00:00Z; got ${JSON.stringify(v)}.`);
     }
     const limit = intOption(inv, "limit", 100, 1, 1000);
-    const rows = itemsOf<Event>(await inv.api().get("/events", {
-      eventType: (inv.values["event-type"] ?? inv.values.type) as string | undefined, applicationId: inv.values.application as string | undefined, since: inv.values.since as string | undefined, until: inv.values.until as string | undefined, limit: String(limit),
-    }));
+    const { events: rows } = await inv.api().GET("/events", { params: { query: {
+      eventType: (inv.values["event-type"] ?? inv.values.type) as string | undefined, applicationId: inv.values.application as string | undefined, since: inv.values.since as string | undefined, until: inv.values.until as string | undefined, limit,
+    } } });
     if (inv.json) inv.io.stdout(printJson(rows));
     else if (rows.length === 0) inv.io.stdout("No events.\n");
     else inv.io.stdout(table(rows, [
@@ -47,7 +43,7 @@ export const eventsGet: Command = {
   help: "",
   positionals: [1, 1],
   async run(inv) {
-    const e = await inv.api().get<Event & { data: unknown; deliveries: Delivery[] }>(`/events/${seg(inv.positionals[0]!)}`);
+    const e = await inv.api().GET("/events/{id}", { params: { path: { id: inv.positionals[0]! } } });
     if (inv.json) return void inv.io.stdout(printJson(e));
     inv.io.stdout(record({ id: e.id, type: e.type, "occurred at": e.occurredAt, enqueued: e.createdAt, data: JSON.stringify(e.data) }));
     inv.io.stdout(e.deliveries.length === 0 ? "No deliveries.\n" : table(e.deliveries, [
@@ -69,7 +65,7 @@ export const eventsResend: Command = {
   positionals: [1, 1],
   async run(inv) {
     const sub = inv.values.subscription as string | undefined;
-    const r = await inv.api().post<{ eventId: string; deliveries: { id: string }[] }>(`/events/${seg(inv.positionals[0]!)}/resend`, sub ? { subscriptionId: sub } : {});
+    const r = await inv.api().POST("/events/{id}/resend", { params: { path: { id: inv.positionals[0]! } }, body: sub ? { subscriptionId: sub } : {} });
     inv.io.stdout(inv.json ? printJson(r) : `Resent ${r.eventId}: ${r.deliveries.length} new deliver${r.deliveries.length === 1 ? "y" : "ies"}${r.deliveries.map((d) => `\n  ${d.id}`).join("")}\n`);
   },
 };

@@ -2,26 +2,12 @@
  * `webhooks forwarding get|add|update|remove`: a forwarding partner's destinations (issue 30 item
  * 4), each with a content filter and a transformation; the API is /inbound/partners/:partner/forwarding.
  */
-import { seg } from "../api.js";
+import type { ApiBody, ApiData } from "../api.js";
 import { UsageError, type Command, type Invocation } from "../command.js";
 import { printJson, record, table } from "../output.js";
 import { contentFieldsOf } from "./contentOptions.js";
 
-interface Destination {
-  name: string;
-  subscriptionId: string;
-  source: "config" | "api";
-  url: string;
-  filter: Record<string, unknown> | null;
-  transformation: string | null;
-  status: string;
-  paused: boolean;
-  secrets?: string[];
-  warnings?: string[];
-}
-interface Forwarding { partner: string; enabled: boolean; destinations: Destination[] }
-
-const base = (partner: string) => `/inbound/partners/${seg(partner)}/forwarding`;
+type Destination = ApiData<"/inbound/partners/{partner}/forwarding/destinations", "post">;
 
 function show(d: Destination): Record<string, unknown> {
   return {
@@ -45,7 +31,7 @@ export const forwardingGet: Command = {
   help: "Which destinations took one event and which skipped it: `forwarding` of GET /inbox/<id>.",
   positionals: [1, 1],
   async run(inv) {
-    const f = await inv.api().get<Forwarding>(base(inv.positionals[0]!));
+    const f = await inv.api().GET("/inbound/partners/{partner}/forwarding", { params: { path: { partner: inv.positionals[0]! } } });
     if (inv.json) return void inv.io.stdout(printJson(f));
     inv.io.stdout(`Partner ${f.partner}: ${f.enabled ? "forwards" : "does not forward (set \"forward\" in its PARTNERS entry)"}.\n`);
     if (f.destinations.length === 0) return void inv.io.stdout("No destinations.\n");
@@ -78,11 +64,15 @@ export const forwardingAdd: Command = {
     const [partner, name] = inv.positionals as [string, string];
     const url = inv.values.endpoint as string | undefined;
     if (!url) throw new UsageError("--endpoint <url> is required: where this destination's events are sent.");
-    const body: Record<string, unknown> = { name, url, ...(await contentFieldsOf(inv, false)) };
+    const body: ApiBody<"/inbound/partners/{partner}/forwarding/destinations", "post"> = {
+      name, url,
+      // Without removal, neither field is ever null.
+      ...(await contentFieldsOf(inv, false) as { filter?: Record<string, unknown>; transformation?: string }),
+    };
     const secrets = inv.values.secret as string[] | undefined;
     if (secrets?.length) body.secrets = secrets;
-    if (inv.values.description !== undefined) body.description = inv.values.description;
-    const d = await inv.api().post<Destination>(`${base(partner)}/destinations`, body);
+    if (inv.values.description !== undefined) body.description = inv.values.description as string;
+    const d = await inv.api().POST("/inbound/partners/{partner}/forwarding/destinations", { params: { path: { partner } }, body });
     if (inv.json) inv.io.stdout(printJson(d));
     else inv.io.stdout(`Added destination ${d.name} of partner ${partner}. The secret is shown only now: keep it.\n${record(show(d))}`);
   },
@@ -104,12 +94,12 @@ export const forwardingUpdate: Command = {
   },
   async run(inv) {
     const [partner, name] = inv.positionals as [string, string];
-    const body: Record<string, unknown> = {};
-    if (inv.values.endpoint !== undefined) body.url = inv.values.endpoint;
+    const body: ApiBody<"/inbound/partners/{partner}/forwarding/destinations/{name}", "patch"> = {};
+    if (inv.values.endpoint !== undefined) body.url = inv.values.endpoint as string;
     Object.assign(body, await contentFieldsOf(inv, true));
-    if (inv.values.description !== undefined) body.description = inv.values.description;
+    if (inv.values.description !== undefined) body.description = inv.values.description as string;
     if (Object.keys(body).length === 0) throw new UsageError("Nothing to change: give --endpoint, --filter/--no-filter, --transformation/--no-transformation or --description.");
-    const d = await inv.api().patch<Destination>(`${base(partner)}/destinations/${seg(name)}`, body);
+    const d = await inv.api().PATCH("/inbound/partners/{partner}/forwarding/destinations/{name}", { params: { path: { partner, name } }, body });
     if (inv.json) inv.io.stdout(printJson(d));
     else inv.io.stdout(`Changed destination ${d.name} of partner ${partner}.\n${record(show(d))}`);
   },
@@ -123,7 +113,7 @@ export const forwardingRemove: Command = {
   positionals: [2, 2],
   async run(inv) {
     const [partner, name] = inv.positionals as [string, string];
-    const r = await inv.api().delete<{ name: string; subscriptionId: string; cancelledDeliveries: number }>(`${base(partner)}/destinations/${seg(name)}`);
+    const r = await inv.api().DELETE("/inbound/partners/{partner}/forwarding/destinations/{name}", { params: { path: { partner, name } } });
     if (inv.json) inv.io.stdout(printJson(r));
     else inv.io.stdout(`Removed destination ${r.name} of partner ${partner} (subscription ${r.subscriptionId}; ${r.cancelledDeliveries} pending deliveries cancelled).\n`);
   },

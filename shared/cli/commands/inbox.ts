@@ -1,22 +1,10 @@
 /** `webhooks inbox list|replay`: inbound entries, quarantined ones first of all. */
 import { UsageError, intOption, type Command } from "../command.js";
 import { printJson, table } from "../output.js";
-import { itemsOf } from "./lists.js";
 import { replayCommand } from "./replay.js";
 
-interface InboxEntry {
-  id: string | number;
-  partnerName?: string;
-  partnerEventId?: string;
-  eventType?: string | null;
-  status?: string;
-  attempts?: number;
-  lastError?: string | null;
-  quarantineReason?: string | null;
-  receivedAt?: string;
-}
-
-const STATUSES = ["pending", "deferred", "failed", "processed", "quarantined", "ignored"];
+const STATUSES = ["pending", "deferred", "failed", "processed", "quarantined", "ignored"] as const;
+type Status = (typeof STATUSES)[number];
 
 export const inboxList: Command = {
   name: "inbox list",
@@ -27,10 +15,10 @@ export const inboxList: Command = {
   --limit <n>   at most n entries (1-1000, default 100)`,
   options: { status: { type: "string", default: "quarantined" }, limit: { type: "string" } },
   async run(inv) {
-    const status = String(inv.values.status);
+    const status = String(inv.values.status) as Status;
     if (!STATUSES.includes(status)) throw new UsageError(`--status must be one of ${STATUSES.join(", ")}; got ${JSON.stringify(status)}.`);
     const limit = intOption(inv, "limit", 100, 1, 1000);
-    const rows = itemsOf<InboxEntry>(await inv.api().get("/inbox", { status, limit: String(limit) }));
+    const { entries: rows } = await inv.api().GET("/inbox", { params: { query: { status, limit } } });
     if (inv.json) inv.io.stdout(printJson(rows));
     else if (rows.length === 0) inv.io.stdout(`No ${status} inbox entries.\n`);
     else inv.io.stdout(table(rows, [
@@ -50,5 +38,9 @@ export const inboxReplay: Command = replayCommand({
   idName: "entry id",
   listCommand: "inbox list",
   everything: "every quarantined entry",
-  target: { noun: "inbox entry", single: (id) => `/inbox/${id}/replay`, bulk: "/inbox/replay", bulkBody: (limit) => ({ status: "quarantined", limit }) },
+  target: {
+    noun: "inbox entry",
+    single: (api, id) => api.POST("/inbox/{id}/replay", { params: { path: { id } } }),
+    bulk: (api, limit) => api.POST("/inbox/replay", { body: { status: "quarantined", limit } }),
+  },
 });

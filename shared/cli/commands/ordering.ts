@@ -1,15 +1,6 @@
 /** `webhooks subscriptions keys|skip-key`: the ordering keys of an ordered subscription (issue 15, docs/outbound.md#ordered-delivery). */
-import { seg } from "../api.js";
 import { intOption, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
-
-interface OrderingKey {
-  orderingKey: string;
-  blocked: boolean;
-  blockedAt: string | null;
-  waiting: number;
-  head: { id: string; status: string; attempts: number; deadReason: string | null; nextAttemptAt: string | null } | null;
-}
 
 export const subscriptionsKeys: Command = {
   name: "subscriptions keys",
@@ -30,9 +21,9 @@ Example:
   positionals: [1, 1],
   async run(inv) {
     const limit = intOption(inv, "limit", 100, 1, 1000);
-    const answer = await inv.api().get<{ orderingKeys: OrderingKey[]; next: string | null }>(`/subscriptions/${seg(inv.positionals[0]!)}/ordering-keys`, {
-      limit: String(limit), blocked: inv.values.blocked === true ? "true" : undefined, cursor: inv.values.cursor as string | undefined,
-    });
+    const answer = await inv.api().GET("/subscriptions/{id}/ordering-keys", { params: { path: { id: inv.positionals[0]! }, query: {
+      limit, blocked: inv.values.blocked === true ? "true" : undefined, cursor: inv.values.cursor as string | undefined,
+    } } });
     if (inv.json) return inv.io.stdout(printJson(answer));
     const rows = answer.orderingKeys;
     if (rows.length === 0) inv.io.stdout(inv.values.blocked ? "No blocked keys.\n" : "No ordering key has work.\n");
@@ -65,9 +56,9 @@ Example:
   async run(inv) {
     const [id, key] = inv.positionals as [string, string];
     const delivery = inv.values.delivery as string | undefined;
-    const result = await inv.api().post<{ orderingKey: string; skipped: string | null; released: string | null }>(
-      `/subscriptions/${seg(id)}/ordering-keys/${seg(key)}/skip`, delivery === undefined ? {} : { deliveryId: delivery },
-    );
+    const result = await inv.api().POST("/subscriptions/{id}/ordering-keys/{key}/skip", {
+      params: { path: { id, key } }, body: delivery === undefined ? {} : { deliveryId: delivery },
+    });
     inv.io.stdout(inv.json ? printJson(result) : `Skipped ${result.skipped ?? "the purged dead letter"} on key ${result.orderingKey}.\n${record({ "now due": result.released ?? "nothing waits" })}`);
   },
 };

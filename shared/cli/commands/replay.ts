@@ -2,19 +2,17 @@
  * Replaying many entries, shared by `dlq replay` and `inbox replay`: explicit ids one by one,
  * or `--all` through the bulk endpoint, with progress on stderr and a summary at the end.
  */
-import { ApiError, seg, type ApiClient } from "../api.js";
+import { ApiError, type ApiClient } from "../api.js";
 import { OperationError, UsageError, type Command, type Invocation } from "../command.js";
 import { printJson } from "../output.js";
 
 export interface ReplayTarget {
   /** For messages: "dead letter", "inbox entry". */
   noun: string;
-  /** `POST <single(id)>` replays one. */
-  single(id: string): string;
-  /** `POST <bulk>` replays everything that matches the body. */
-  bulk: string;
-  /** Body of the bulk call (with the filter options of `inv`); its answer lists the ids replayed in `replayed`. */
-  bulkBody(limit: number, inv: Invocation): unknown;
+  /** Replays one (its operation, e.g. `POST /dead-letters/{id}/replay`). */
+  single(api: ApiClient, id: string): Promise<unknown>;
+  /** Replays at most `limit` of what the filter options of `inv` select; the answer lists the ids replayed. */
+  bulk(api: ApiClient, limit: number, inv: Invocation): Promise<{ replayed: unknown[] }>;
   /** What the filter options of `inv` select, in words (` of subscription sub_1`), or "" for everything. */
   selection?(inv: Invocation): string;
 }
@@ -82,7 +80,7 @@ async function replayEach(api: ApiClient, inv: Invocation, target: ReplayTarget,
   const result: ReplayResult = { replayed: [], failed: [] };
   for (const [i, id] of ids.entries()) {
     try {
-      await api.post(target.single(seg(id)));
+      await target.single(api, id);
       result.replayed.push(id);
     } catch (error) {
       // Unreachable server or bad token: stop at once, the rest would fail the same way.
@@ -105,8 +103,7 @@ async function replayAll(api: ApiClient, inv: Invocation, target: ReplayTarget):
   inv.io.stderr(`replaying ${selected ? `${target.noun}s${selected}` : `every ${target.noun}`} (at most ${limit})…\n`);
   while (replayed.length < limit) {
     const want = Math.min(batch, limit - replayed.length);
-    const answer = (await api.post(target.bulk, target.bulkBody(want, inv))) as { replayed?: unknown[] } | undefined;
-    const ids = (answer?.replayed ?? []).map(String);
+    const ids = (await target.bulk(api, want, inv)).replayed.map(String);
     replayed.push(...ids);
     inv.io.stderr(`replayed ${replayed.length}\n`);
     if (ids.length < want) break;

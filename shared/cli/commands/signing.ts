@@ -1,5 +1,4 @@
 /** `webhooks subscriptions rotate-secret|public-keys`: a subscription's signing secrets (docs/secrets.md). */
-import { seg } from "../api.js";
 import { UsageError, type Command, type Invocation } from "../command.js";
 import { printJson } from "../output.js";
 
@@ -26,7 +25,7 @@ Example (moving a v1 subscription to v1a):
   positionals: [1, 1],
   async run(inv) {
     const scheme = signatureSchemeOf(inv);
-    const sub = await inv.api().post<{ id: string; secrets?: string[] }>(`/subscriptions/${seg(inv.positionals[0]!)}/secrets`, scheme ? { signatureScheme: scheme } : undefined);
+    const sub = await inv.api().POST("/subscriptions/{id}/secrets", { params: { path: { id: inv.positionals[0]! } }, body: scheme ? { signatureScheme: scheme } : {} });
     if (inv.json) inv.io.stdout(printJson(sub));
     else inv.io.stdout(`Rotated ${sub.id}. Keep the new secret: it is not shown again.\nsecrets (newest first): ${(sub.secrets ?? []).join(" ")}\n`);
   },
@@ -39,7 +38,7 @@ export const subscriptionsPublicKeys: Command = {
   help: "Newest first (two during a rotation); none for a subscription that signs with v1 (HMAC) only.",
   positionals: [1, 1],
   async run(inv) {
-    const r = await inv.api().get<{ id: string; publicKeys: string[] }>(`/subscriptions/${seg(inv.positionals[0]!)}/public-keys`);
+    const r = await inv.api().GET("/subscriptions/{id}/public-keys", { params: { path: { id: inv.positionals[0]! } } });
     if (inv.json) inv.io.stdout(printJson(r));
     else if (r.publicKeys.length === 0) inv.io.stdout(`${r.id} signs with v1 (HMAC) only: it has no public key. Rotate with --signature-scheme v1a to add one.\n`);
     else inv.io.stdout(`${r.publicKeys.join("\n")}\n`);

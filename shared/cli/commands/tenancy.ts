@@ -3,14 +3,11 @@
  * tenants, API keys and the audit log (issue 17, docs/tenancy.md). Operator commands: they need
  * ADMIN_TOKEN or an operator key (`--token`).
  */
-import { ApiError, seg } from "../api.js";
+import { ApiError, type ApiBody, type ApiData } from "../api.js";
 import { intOption, OperationError, UsageError, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
-import { itemsOf } from "./lists.js";
 
-interface Application { id: string; name: string; createdAt: string }
-interface ApiKey { id: string; applicationId: string | null; access: "write" | "read"; description: string | null; createdBy: string; createdAt: string; revokedAt: string | null }
-interface AuditEntry { id: number; at: string; actor: string; operation: string; method: string; path: string; resourceId: string | null; applicationId: string | null; status: number }
+type ApiKey = ApiData<"/keys/{id}", "delete">;
 
 const scopeOf = (k: ApiKey) => `${k.applicationId ?? "operator"} (${k.access === "read" ? "read-only" : "read-write"})`;
 
@@ -25,7 +22,7 @@ export const applicationsCreate: Command = {
   async run(inv) {
     const name = inv.positionals[0]!;
     if (!name.trim()) throw new UsageError("Give the application a name, e.g. webhooks applications create \"Acme Corp\".");
-    const app = await inv.api().post<Application>("/applications", { name });
+    const app = await inv.api().POST("/applications", { body: { name } });
     inv.io.stdout(inv.json ? printJson(app) : `Created ${app.id}.\n${record({ id: app.id, name: app.name, created: app.createdAt })}`);
   },
 };
@@ -38,7 +35,7 @@ export const applicationsList: Command = {
   --limit <n>   at most n (1-1000, default 100)`,
   options: { limit: { type: "string" } },
   async run(inv) {
-    const rows = itemsOf<Application>(await inv.api().get("/applications", { limit: String(intOption(inv, "limit", 100, 1, 1000)) }));
+    const { applications: rows } = await inv.api().GET("/applications", { params: { query: { limit: intOption(inv, "limit", 100, 1, 1000) } } });
     if (inv.json) inv.io.stdout(printJson(rows));
     else inv.io.stdout(table(rows, [
       { header: "id", value: (r) => r.id },
@@ -62,10 +59,9 @@ be deleted.`,
   positionals: [1, 1],
   async run(inv) {
     const id = inv.positionals[0]!;
-    const path = `/applications/${seg(id)}${inv.values.cascade ? "?cascade=true" : ""}`;
-    let r: { id: string; deletedSubscriptions: number; cancelledDeliveries: number; revokedKeys: number };
+    let r: ApiData<"/applications/{id}", "delete">;
     try {
-      r = await inv.api().delete(path);
+      r = await inv.api().DELETE("/applications/{id}", { params: { path: { id }, query: inv.values.cascade ? { cascade: "true" } : {} } });
     } catch (error) {
       // The API's advice names its query parameter; here the same choice is the --cascade flag.
       if (error instanceof ApiError && error.code === "application_in_use") {
@@ -99,10 +95,10 @@ It works at once, on every server and function, without a restart. Examples:
         ? "Give either --application <id> or --operator, not both."
         : "Choose the key's scope: --application <id> (one application; see `webhooks applications list`) or --operator (every application).");
     }
-    const body: Record<string, unknown> = { access: inv.values["read-only"] ? "read" : "write" };
-    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
-    if (inv.values.description !== undefined) body.description = inv.values.description;
-    const key = await inv.api().post<ApiKey & { key: string }>("/keys", body);
+    const body: ApiBody<"/keys", "post"> = { access: inv.values["read-only"] ? "read" : "write" };
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application as string;
+    if (inv.values.description !== undefined) body.description = inv.values.description as string;
+    const key = await inv.api().POST("/keys", { body });
     if (inv.json) inv.io.stdout(printJson(key));
     else inv.io.stdout(`Created ${key.id}, scope ${scopeOf(key)}. The key, shown this once (send it as Authorization: Bearer <key>):\n\n  ${key.key}\n\n`);
   },
@@ -118,11 +114,11 @@ export const keysList: Command = {
   --limit <n>          at most n (1-1000, default 100)`,
   options: { application: { type: "string" }, active: { type: "boolean" }, limit: { type: "string" } },
   async run(inv) {
-    const rows = itemsOf<ApiKey>(await inv.api().get("/keys", {
+    const { keys: rows } = await inv.api().GET("/keys", { params: { query: {
       applicationId: inv.values.application as string | undefined,
       active: inv.values.active ? "true" : undefined,
-      limit: String(intOption(inv, "limit", 100, 1, 1000)),
-    }));
+      limit: intOption(inv, "limit", 100, 1, 1000),
+    } } });
     if (inv.json) inv.io.stdout(printJson(rows));
     else inv.io.stdout(table(rows, [
       { header: "id", value: (r) => r.id },
@@ -144,7 +140,7 @@ export const keysRevoke: Command = {
   async run(inv) {
     const id = inv.positionals[0]!;
     if (id.startsWith("whk_")) throw new UsageError("Give the key's id (key_…, as `webhooks keys list` shows it), not the key itself.");
-    const key = await inv.api().delete<ApiKey>(`/keys/${seg(id)}`);
+    const key = await inv.api().DELETE("/keys/{id}", { params: { path: { id } } });
     inv.io.stdout(inv.json ? printJson(key) : `Revoked ${key.id} (${scopeOf(key)}) at ${key.revokedAt}.\n`);
   },
 };
@@ -164,13 +160,13 @@ Example:
   webhooks audit --actor bootstrap --limit 20`,
   options: { actor: { type: "string" }, operation: { type: "string" }, application: { type: "string" }, resource: { type: "string" }, limit: { type: "string" } },
   async run(inv) {
-    const rows = itemsOf<AuditEntry>(await inv.api().get("/audit-log", {
+    const { entries: rows } = await inv.api().GET("/audit-log", { params: { query: {
       actor: inv.values.actor as string | undefined,
       operation: inv.values.operation as string | undefined,
       applicationId: inv.values.application as string | undefined,
       resourceId: inv.values.resource as string | undefined,
-      limit: String(intOption(inv, "limit", 100, 1, 1000)),
-    }));
+      limit: intOption(inv, "limit", 100, 1, 1000),
+    } } });
     if (inv.json) inv.io.stdout(printJson(rows));
     else if (rows.length === 0) inv.io.stdout("No changes recorded.\n");
     else inv.io.stdout(table(rows, [
