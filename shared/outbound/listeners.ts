@@ -180,6 +180,7 @@ export async function detachListener(db: Database, subscriptionId: string, liste
     // The row lock first: a pull still running for this listener (it locks the row FOR SHARE) ends
     // before the release below, whose own snapshot then sees what that pull leased.
     const { rowCount } = await tx.query(`DELETE FROM outbound_listeners WHERE id = $1 AND subscription_id = $2`, [listenerId, subscriptionId]);
+    if (!rowCount) await mustExist(tx, subscriptionId);
     const released = await tx.query(
       `UPDATE outbound_deliveries SET lease_token = NULL, lease_expires_at = NULL, updated_at = now()
        WHERE subscription_id = $1 AND status = 'pending' AND lease_token = $2::uuid`,
@@ -191,12 +192,19 @@ export async function detachListener(db: Database, subscriptionId: string, liste
   });
 }
 
+/** NotFoundError unless the subscription exists (deleted ones do not). */
+async function mustExist(q: Queryable, subscriptionId: string): Promise<void> {
+  const { rows } = await q.query(`SELECT 1 FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL`, [subscriptionId]);
+  if (rows.length === 0) throw new NotFoundError("subscription", subscriptionId);
+}
+
 /** The listeners attached to a subscription now. */
 export async function listListeners(q: Queryable, subscriptionId: string): Promise<Listener[]> {
   const { rows } = await q.query<Listener>(
     `SELECT ${LISTENER_COLUMNS} FROM outbound_listeners WHERE subscription_id = $1 AND expires_at > now() ORDER BY created_at, id`,
     [subscriptionId],
   );
+  if (rows.length === 0) await mustExist(q, subscriptionId);
   return rows.map(listenerOf);
 }
 

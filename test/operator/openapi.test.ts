@@ -110,6 +110,14 @@ describeEachBackend("OpenAPI document", (ctx) => {
     await t.api("POST", "/events/batch", { events: [1, 2].map((n) => ({ id: `spec-o${n}`, type: "spec.ordered", data: n, orderingKey: "order/1" })) });
     const keysOf = `/subscriptions/${orderedSub.id}/ordering-keys`;
     await eventually("the ordering key blocked", async () => (await t.api("GET", keysOf)).orderingKeys[0]?.blocked === true);
+    // webhooks listen (issue 32): a listener holding one delivery, another to detach.
+    const listenSub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/listened`, eventTypes: ["spec.listen"] });
+    const ls = `/subscriptions/${listenSub.id}/listeners`;
+    const listener = await t.api("POST", ls, { leaseSeconds: 60 });
+    await t.api("POST", "/events", { id: "spec-listen-1", type: "spec.listen", data: 1 });
+    const pulled = await t.api("POST", `${ls}/${listener.id}/pull`, { waitSeconds: 10 });
+    const doomedListener = await t.api("POST", ls, {});
+    await t.api("DELETE", `${ls}/${doomedListener.id}`);
 
     const samples: Sample[] = [
       { operationId: "health", method: "GET", path: "/healthz", token: null, status: 200 },
@@ -291,6 +299,22 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "updateForwardDestination", method: "PATCH", path: "/inbound/partners/fwd/forwarding/destinations/missing", body: { url: `${receiver.url}/y` }, status: 404 },
       { operationId: "removeForwardDestination", method: "DELETE", path: "/inbound/partners/fwd/forwarding/destinations/eur", status: 200 },
       { operationId: "removeForwardDestination", method: "DELETE", path: "/inbound/partners/fwd/forwarding/destinations/eur", status: 404 },
+      // webhooks listen (issue 32): attach, pull, answer, heartbeat, detach.
+      { operationId: "attachListener", method: "POST", path: ls, body: { forwardTo: "http://localhost:3000/hooks", leaseSeconds: 10 }, status: 201 },
+      { operationId: "attachListener", method: "POST", path: ls, body: { leaseSeconds: 1 }, status: 400 },
+      { operationId: "attachListener", method: "POST", path: ls, token: readKey.key, status: 403 },
+      { operationId: "listListeners", method: "GET", path: ls, status: 200 },
+      { operationId: "listListeners", method: "GET", path: "/subscriptions/sub_missing/listeners", status: 404 },
+      { operationId: "pullListenerDeliveries", method: "POST", path: `${ls}/${listener.id}/pull`, body: { waitSeconds: 0 }, status: 200 },
+      { operationId: "pullListenerDeliveries", method: "POST", path: `${ls}/${listener.id}/pull`, body: { waitSeconds: 60 }, status: 400 },
+      { operationId: "pullListenerDeliveries", method: "POST", path: `${ls}/${doomedListener.id}/pull`, status: 410 },
+      { operationId: "answerListenerDeliveries", method: "POST", path: `${ls}/${listener.id}/answers`, body: { answers: [{ deliveryId: pulled.deliveries[0].id, status: 200, durationMs: 3, responseExcerpt: "ok", responseHeaders: { "content-type": "text/plain" } }] }, status: 200 },
+      { operationId: "answerListenerDeliveries", method: "POST", path: `${ls}/${listener.id}/answers`, body: { answers: [{ deliveryId: deliveryId, status: 200, durationMs: 1 }] }, status: 400 },
+      { operationId: "listenerHeartbeat", method: "POST", path: `${ls}/${listener.id}/heartbeat`, body: { holding: [] }, status: 200 },
+      { operationId: "listenerHeartbeat", method: "POST", path: `${ls}/not-a-listener/heartbeat`, status: 404 },
+      { operationId: "listenerHeartbeat", method: "POST", path: `${ls}/${doomedListener.id}/heartbeat`, status: 410 },
+      { operationId: "detachListener", method: "DELETE", path: `${ls}/${listener.id}`, status: 200 },
+      { operationId: "detachListener", method: "DELETE", path: `/subscriptions/sub_missing/listeners/${listener.id}`, status: 404 },
     ];
 
     const ajv = new Ajv2020({ strict: false, allErrors: true });
