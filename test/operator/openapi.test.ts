@@ -33,7 +33,7 @@ interface Sample {
 }
 
 /** Routes that are deliberately not operations of the API: the admin page's static files. */
-const UNDOCUMENTED = ["GET /", "GET /admin", "GET /admin/:file"];
+const UNDOCUMENTED = ["GET /", "GET /admin", "GET /admin/:file", "GET /portal", "GET /portal/assets/:file"];
 
 const PARTNER_SECRET = generateSecret();
 
@@ -105,6 +105,16 @@ describeEachBackend("OpenAPI document", (ctx) => {
     const appKey = await t.api("POST", "/keys", { applicationId: app.id, description: "spec" });
     const readKey = await t.api("POST", "/keys", { access: "read" });
     const doomedKey = await t.api("POST", "/keys", {});
+    // The customer portal (issue 32): a link to open, a session (its cookie, its CSRF token), and a link and a session to revoke.
+    const portalLink = async (body: Json = {}) => t.api("POST", `/applications/${app.id}/portal-links`, body);
+    const openSession = async (token: string) => {
+      const res = await fetch(`${t.baseUrl}/portal/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token }) });
+      return { cookie: res.headers.get("set-cookie")!.split(";")[0]!, ...((await res.json()) as Json) };
+    };
+    const toOpen = await portalLink({ access: "write" });
+    const portal = await openSession((await portalLink({ access: "write" })).token);
+    const doomedLink = await portalLink();
+    const doomedSession = await openSession((await portalLink()).token);
     // Ordered delivery (issue 15): a key blocked by a dead letter, another delivery waiting behind it.
     const orderedSub = await t.api("POST", "/subscriptions", { url: `${receiver.url}/dead`, eventTypes: ["spec.ordered"], ordered: true, maxAttempts: 1 });
     await t.api("POST", "/events/batch", { events: [1, 2].map((n) => ({ id: `spec-o${n}`, type: "spec.ordered", data: n, orderingKey: "order/1" })) });
@@ -132,6 +142,14 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/oauth`, eventTypes: ["a.b"], auth: { kind: "oauth2ClientCredentials", tokenUrl: `${receiver.url}/token`, clientId: "c", clientSecret: "s", scope: "hooks" } }, status: 201 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/mtls`, eventTypes: ["a.b"], auth: { kind: "mtls", certificate: "not pem", privateKey: "no" } }, status: 400 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: "not a url", eventTypes: [] }, status: 400 },
+      // Issue 31: destinations beyond HTTP, answered with their settings and the readable part of their credentials.
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { destination: { kind: "sqs", queueUrl: "https://sqs.eu-west-1.amazonaws.com/123456789012/spec.fifo", credentials: { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "spec-secret" } }, eventTypes: ["a.b"] }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { destination: { kind: "eventbridge", eventBus: "orders", region: "eu-west-1" }, eventTypes: ["a.b"] }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { destination: { kind: "servicebus", topic: "orders", credentials: { connectionString: "Endpoint=sb://spec.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=k" } }, eventTypes: ["a.b"] }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { destination: { kind: "pubsub", topic: "projects/spec-project/topics/orders" }, eventTypes: ["a.b"] }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { destination: { kind: "rabbitmq", url: "amqp://127.0.0.1:5672/", exchange: "", routingKey: "spec", credentials: { username: "guest", password: "guest" } }, eventTypes: ["a.b"] }, status: 201 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { destination: { kind: "sns", topicArn: "not an arn" }, eventTypes: ["a.b"] }, status: 400 },
+      { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: `${receiver.url}/both`, destination: { kind: "pubsub", topic: "projects/spec-project/topics/orders" }, eventTypes: ["a.b"] }, status: 400 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", raw: "url=x", contentType: "application/x-www-form-urlencoded", status: 415 },
       { operationId: "createSubscription", method: "POST", path: "/subscriptions", body: { url: "https://example.com", eventTypes: ["a"] }, token: "wrong-token-wrong-token", status: 401 },
       { operationId: "listSubscriptions", method: "GET", path: "/subscriptions", query: { limit: "1" }, status: 200 },
@@ -142,6 +160,7 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "updateSubscription", method: "PATCH", path: `/subscriptions/${s}`, body: { headers: { "webhook-id": "x" } }, status: 400 },
       { operationId: "updateSubscription", method: "PATCH", path: `/subscriptions/${s}`, body: { auth: { kind: "basic", username: "u2", password: "p2" } }, status: 200 },
       { operationId: "updateSubscription", method: "PATCH", path: `/subscriptions/${s}`, body: { auth: null }, status: 200 },
+      { operationId: "updateSubscription", method: "PATCH", path: `/subscriptions/${toDelete.id}`, body: { destination: { kind: "sns", topicArn: "arn:aws:sns:eu-west-1:123456789012:spec" } }, status: 200 },
       { operationId: "updateSubscription", method: "PATCH", path: "/subscriptions/sub_missing", body: { description: "x" }, status: 404 },
       { operationId: "pauseSubscription", method: "POST", path: `/subscriptions/${gone.id}/pause`, status: 200 },
       { operationId: "pauseSubscription", method: "POST", path: "/subscriptions/sub_missing/pause", status: 404 },
@@ -284,6 +303,32 @@ describeEachBackend("OpenAPI document", (ctx) => {
       { operationId: "testTransformation", method: "POST", path: "/transformations/test", body: { transformation: "(e) => ({ body: { n: e.data.n } })", eventType: "spec.typed" }, status: 200 },
       { operationId: "testTransformation", method: "POST", path: "/transformations/test", body: { transformation: "(e) => { while (true) {} }", event: { type: "x", data: 1 } }, status: 200 },
       { operationId: "testTransformation", method: "POST", path: "/transformations/test", body: { transformation: "42", event: { type: "x", data: 1 } }, status: 400 },
+
+      // The customer portal (issue 32): links, sessions, settings, and what the portal shows.
+      { operationId: "createPortalLink", method: "POST", path: `/applications/${app.id}/portal-links`, body: { access: "read", expiresInMinutes: 5, returnUrl: "https://spec.example/back" }, status: 201 },
+      { operationId: "createPortalLink", method: "POST", path: `/applications/${app.id}/portal-links`, body: { expiresInMinutes: 0 }, status: 400 },
+      { operationId: "createPortalLink", method: "POST", path: `/applications/${app.id}/portal-links`, token: appKey.key, status: 403 },
+      { operationId: "listPortalLinks", method: "GET", path: `/applications/${app.id}/portal-links`, query: { limit: "1" }, status: 200 },
+      { operationId: "listPortalLinks", method: "GET", path: "/applications/app_missing/portal-links", status: 404 },
+      { operationId: "openPortalSession", method: "POST", path: "/portal/sessions", body: { token: toOpen.token }, token: null, status: 201 },
+      { operationId: "openPortalSession", method: "POST", path: "/portal/sessions", body: { token: toOpen.token }, token: null, status: 403 },
+      { operationId: "getPortalSession", method: "GET", path: "/portal/session", token: null, headers: { cookie: portal.cookie }, status: 200 },
+      { operationId: "getPortalSession", method: "GET", path: "/portal/session", status: 404 },
+      { operationId: "getPortalSettings", method: "GET", path: `/applications/${app.id}/portal-settings`, token: null, headers: { cookie: portal.cookie }, status: 200 },
+      { operationId: "getPortalSettings", method: "GET", path: "/applications/app_missing/portal-settings", status: 404 },
+      { operationId: "updatePortalSettings", method: "PATCH", path: `/applications/${app.id}/portal-settings`, body: { frameAncestors: ["https://spec.example"], theme: { name: "Spec", accentColor: "#123456" } }, status: 200 },
+      { operationId: "updatePortalSettings", method: "PATCH", path: `/applications/${app.id}/portal-settings`, body: { frameAncestors: ["not an origin"] }, status: 400 },
+      { operationId: "getSubscriptionSecrets", method: "GET", path: `/subscriptions/${appSub.id}/secrets`, token: null, headers: { cookie: portal.cookie }, status: 200 },
+      { operationId: "getSubscriptionSecrets", method: "GET", path: `/subscriptions/${s}/secrets`, token: null, headers: { cookie: portal.cookie }, status: 404 },
+      { operationId: "getSubscriptionStats", method: "GET", path: `/subscriptions/${s}/stats`, query: { minutes: "60" }, status: 200 },
+      { operationId: "getSubscriptionStats", method: "GET", path: `/subscriptions/${s}/stats`, query: { minutes: "1" }, status: 400 },
+      { operationId: "endPortalSession", method: "DELETE", path: "/portal/session", token: null, headers: { cookie: portal.cookie }, status: 403 },
+      { operationId: "endPortalSession", method: "DELETE", path: "/portal/session", token: null, headers: { cookie: portal.cookie, "x-csrf-token": portal.csrfToken }, status: 200 },
+      { operationId: "endPortalSession", method: "DELETE", path: "/portal/session", status: 404 },
+      { operationId: "revokePortalLink", method: "DELETE", path: `/portal-links/${doomedLink.id}`, status: 200 },
+      { operationId: "revokePortalLink", method: "DELETE", path: `/portal-links/${doomedLink.id}`, status: 404 },
+      { operationId: "revokePortalSession", method: "DELETE", path: `/portal-sessions/${doomedSession.sessionId}`, status: 200 },
+      { operationId: "revokePortalSession", method: "DELETE", path: `/portal-sessions/${doomedSession.sessionId}`, status: 404 },
 
       // Inbound forwarding to several destinations (issue 30 item 4).
       { operationId: "addForwardDestination", method: "POST", path: "/inbound/partners/fwd/forwarding/destinations", body: { name: "eur", url: `${receiver.url}/eur`, filter: { "data.data.currency": "EUR" } }, status: 201 },

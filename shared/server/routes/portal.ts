@@ -216,7 +216,11 @@ export function portalRoutes(ctx: PlatformContext): Route[] {
       operationId: "endPortalSession", tag: TAG, summary: "Sign out of the portal",
       description: "Ends this cookie's session (a read-only one too) and removes the cookie. Recorded in the audit log.",
       access: { action: "read", audience: "application" },
-      responses: { 200: { description: "Ended.", schema: z.extend(sessionInfoSchema, { applicationId: z.string() }) }, 404: { description: "This credential is not a portal session." } },
+      responses: {
+        200: { description: "Ended.", schema: z.extend(sessionInfoSchema, { applicationId: z.string() }) },
+        403: { description: "Without the session's `x-csrf-token`, or from another origin (`csrf_failed`)." },
+        404: { description: "This credential is not a portal session." },
+      },
     }, async (req) => {
       const p = principalOf(req);
       if (p?.kind !== "key" || !p.session) throw new HttpError(404, "no_portal_session", "This credential is not a portal session.");
