@@ -25,6 +25,8 @@ import { SPANS, withSpan } from "../telemetry/telemetry.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
 import { runTransformation, TransformationError, type TransformationLimits } from "./transformations.js";
 import { createEndpointAuth, type EndpointAuth } from "./endpointAuth/index.js";
+import { isHttpUrl } from "./destinations/config.js";
+import { createDestinationSenders, type DestinationSenders } from "./destinations/senders.js";
 
 /** HTTP attempts a relay has in flight at once to one subscription, at most: the transport's connections per origin. */
 export const DEFAULT_HTTP_CONCURRENCY = 64;
@@ -108,6 +110,8 @@ export interface RelayOptions {
   transformationLimits?: TransformationLimits;
   /** Endpoint authentication (OAuth 2.0, mTLS, Basic; docs/endpointAuth.md). Default: one on `db` and `transport`. */
   endpointAuth?: EndpointAuth;
+  /** Queue and broker destinations (issue 31, docs/destinations.md). Default: senders on `db`, closed by `stop`. */
+  destinations?: DestinationSenders;
   /** Called after each batch of completions is written (tests, metrics). */
   onCompleted?: (completions: readonly Completion[], result: CompletionResult) => void;
 }
@@ -147,6 +151,7 @@ export function createRelay(options: RelayOptions): Relay {
   let nextProbeCheck = 0;
   const relayId = randomUUID();
   const endpointAuth = options.endpointAuth ?? createEndpointAuth({ db, transport, logger });
+  const destinations = options.destinations ?? createDestinationSenders({ db, logger });
   const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   /** What each endpoint accepted lately (successes per second), for learning its rate at a 429. */
   const accepted = createAcceptedRates();
@@ -311,7 +316,11 @@ export function createRelay(options: RelayOptions): Relay {
       } else {
         // A subscription without authentication (as the claim read it) goes straight to the
         // transport: endpointAuth would read its configuration to find nothing.
-        const send = delivery.hasAuth === false ? (_id: string, req: Parameters<typeof transport.deliver>[0]) => transport.deliver(req) : endpointAuth.deliver;
+        // A queue or broker destination (its url is `<kind>:…`, never http) goes to its sender, which
+        // answers the same outcomes: everything after this point is the same for every kind.
+        const send = !isHttpUrl(delivery.url)
+          ? (id: string, req: Parameters<typeof transport.deliver>[0], subscriptionUrl?: string) => destinations.deliver(id, req, { orderingKey: delivery.orderingKey ?? null, subscriptionUrl })
+          : delivery.hasAuth === false ? (_id: string, req: Parameters<typeof transport.deliver>[0]) => transport.deliver(req) : endpointAuth.deliver;
         outcome = await send(delivery.subscriptionId, {
           url: transformed?.url ?? delivery.url,
           webhookId: delivery.id,
@@ -446,6 +455,7 @@ export function createRelay(options: RelayOptions): Relay {
       await loop.stop();
       await reportFinished();
       await stopRenewing();
+      if (!options.destinations) await destinations.close();
       const u = unlisten;
       unlisten = null;
       await u?.();

@@ -80,8 +80,12 @@ export async function updateSubscription(
 ): Promise<Subscription & { warnings?: string[] }> {
   const valid = parseOrThrow(subscriptionChangeSchema(), input, "subscription change") as Record<string, unknown>;
   // A new url or destination (issue 31): which kind, its settings, its credentials sealed for this id.
+  // `ordered` is the subscription's (set at creation): a queue destination must keep its order.
+  const ordered = valid.destination !== undefined && (valid.destination as DestinationInput).kind !== "http"
+    ? (await q.query<{ ordered: boolean }>("SELECT ordered FROM outbound_subscriptions WHERE id = $1 AND deleted_at IS NULL", [id])).rows[0]?.ordered ?? false
+    : false;
   const target = valid.destination !== undefined || typeof valid.url === "string"
-    ? destinationFor(id, { url: valid.url as string | undefined, destination: valid.destination as DestinationInput | undefined, auth: valid.auth as AuthInput | null | undefined, headers: valid.headers as Record<string, string> | undefined }, options.destinationPolicy)
+    ? destinationFor(id, { url: valid.url as string | undefined, destination: valid.destination as DestinationInput | undefined, auth: valid.auth as AuthInput | null | undefined, headers: valid.headers as Record<string, string> | undefined, ordered }, options.destinationPolicy)
     : null;
   if (!target && ((valid.auth !== undefined && valid.auth !== null) || valid.headers !== undefined)) await checkAgainstCurrentDestination(q, id, valid);
   // New patterns are checked against the catalogue of the subscription's application (issue 30).

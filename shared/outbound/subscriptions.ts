@@ -320,7 +320,7 @@ export async function createSubscription(
  */
 export function destinationFor(
   id: string,
-  valid: { url?: string | null; destination?: DestinationInput | null; auth?: AuthInput | null; headers?: Record<string, string> },
+  valid: { url?: string | null; destination?: DestinationInput | null; auth?: AuthInput | null; headers?: Record<string, string>; ordered?: boolean },
   policy: Pick<DestinationPolicy, "checkHost"> | undefined,
 ): { url: string; stored: StoredDestination | null } {
   const refuse = (path: string, message: string): never => {
@@ -338,7 +338,15 @@ export function destinationFor(
   if (maxHeaders !== undefined && valid.headers && Object.keys(valid.headers).length > maxHeaders) {
     refuse("headers", `at most ${maxHeaders} for a ${destination.kind} destination: they travel as message attributes, of which ${destination.kind.toUpperCase()} carries 10 and the Standard Webhooks headers and content-type take 4`);
   }
-  return prepareDestination(id, destination, policy);
+  const prepared = prepareDestination(id, destination, policy);
+  // An ordered subscription's order must survive the service: a FIFO queue or topic (its group),
+  // a Service Bus session, a Pub/Sub ordering key, one RabbitMQ queue. EventBridge keeps none.
+  const stored = prepared.stored;
+  if (valid.ordered && stored.kind === "eventbridge") refuse("ordered", "EventBridge does not keep the order of events; deliver ordered subscriptions to an SQS FIFO queue, a Service Bus session, Pub/Sub or RabbitMQ");
+  if (valid.ordered && (stored.kind === "sqs" || stored.kind === "sns") && !stored.fifo) {
+    refuse("ordered", `a standard ${stored.kind.toUpperCase()} ${stored.kind === "sqs" ? "queue" : "topic"} does not keep order; use a FIFO one (its name ends in .fifo), whose message group is the ordering key`);
+  }
+  return prepared;
 }
 
 /**

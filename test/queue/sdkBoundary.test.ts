@@ -11,9 +11,13 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** Each queue SDK and the modules allowed to load it (space-separated). */
 const OWNERS: Record<string, string> = {
-  "@aws-sdk/client-sqs": "shared/queue/sqs.ts",
-  "@google-cloud/pubsub": "shared/queue/pubsub.ts shared/queue/pubsubPublisher.ts",
-  "@azure/service-bus": "shared/queue/serviceBus.ts",
+  "@aws-sdk/client-sqs": "shared/queue/sqs.ts shared/outbound/destinations/sqs.ts",
+  "@google-cloud/pubsub": "shared/queue/pubsub.ts shared/queue/pubsubPublisher.ts shared/outbound/destinations/pubsub.ts",
+  "@azure/service-bus": "shared/queue/serviceBus.ts shared/outbound/destinations/serviceBus.ts",
+  // Destinations beyond HTTP (issue 31): each kind's client, loaded on its first destination.
+  "@aws-sdk/client-sns": "shared/outbound/destinations/sns.ts",
+  "@aws-sdk/client-eventbridge": "shared/outbound/destinations/eventbridge.ts",
+  "amqplib": "shared/outbound/destinations/rabbitmq.ts",
   "@aws-lambda-powertools/batch": "shared/queue/triggers/sqs.ts",
 };
 

@@ -1,0 +1,184 @@
+/**
+ * Delivery to queue and broker destinations (issue 31, docs/destinations.md): the relay hands an
+ * attempt whose subscription's `url` is not http(s) here instead of to the HTTP transport, and gets
+ * the same `DeliveryOutcome` back, so retries, backoff, the breaker, dead letters, replay, the
+ * attempt log, in-flight limits and adaptive concurrency apply unchanged.
+ *
+ * - Configuration: read per subscription (its `destination` column) and kept CONFIG_TTL_MS, as
+ *   endpoint auth is; its credentials decrypted only here. One that does not decrypt here (a key
+ *   missing from ENCRYPTION_KEYS) makes the attempt retryable, as an unreadable signing secret
+ *   does: not the destination's fault.
+ * - Clients: one per destination configuration (subscription + version), opened on first use and
+ *   reused by every attempt (the SDKs pool their connections), replaced when the configuration
+ *   changes, at most MAX_CLIENTS open (the least recently used is closed), all closed by `close`.
+ *   Each kind's SDK is loaded when its first client opens (dynamic import): a relay without queue
+ *   destinations never loads one.
+ * - Each attempt has the subscription's deadline (at most `timeoutMs`): past it the send is aborted
+ *   and the attempt is retryable (`timeout`; the service may have taken it: at least once).
+ */
+import { performance } from "node:perf_hooks";
+import type { Logger } from "pino";
+import type { Queryable } from "../../db/port.js";
+import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
+import { signatureHeader } from "../signature.js";
+import type { DeliveryOutcome, DeliveryRequest } from "../transport.js";
+import { classifyAmqpError, classifyAwsError, classifyGrpcError, classifyServiceBusError } from "./classify.js";
+import { openDestination, type OpenDestination, type QueueDestinationKind, type StoredDestination } from "./config.js";
+import { DestinationSendError, eventTypeOf, type DestinationClient, type DestinationMessage, type SendFailure } from "./message.js";
+
+/** How long a relay uses a subscription's destination configuration before reading it again. */
+export const CONFIG_TTL_MS = 5_000;
+/** Most destination clients open at once in one relay. */
+const MAX_CLIENTS = 256;
+/** The `content-type` attribute of every message: the envelope is JSON. */
+const CONTENT_TYPE = "application/json";
+
+export interface DestinationSenders {
+  /**
+   * Sends one attempt to `subscriptionId`'s queue destination; never throws for the service's
+   * failures. `orderingKey`: an ordered subscription's key (SQS FIFO group, Service Bus session,
+   * Pub/Sub ordering key). `subscriptionUrl`: the subscription's own `url` when `req.url` is
+   * another (a transformation's): refused, a transformation cannot redirect a queue destination.
+   */
+  deliver(subscriptionId: string, req: DeliveryRequest, options?: { orderingKey?: string | null; subscriptionUrl?: string }): Promise<DeliveryOutcome>;
+  /** Closes every client; call it once no attempt is in flight (the relay's stop). Reusable after. */
+  close(): Promise<void>;
+}
+
+export interface DestinationSendersOptions {
+  db: Queryable;
+  logger?: Logger;
+  /** Longest attempt, ms (a subscription's attemptTimeoutMs is bounded by it). Default: 10 000. */
+  timeoutMs?: number;
+  /** Opens a client for a configuration; default: the kind's module (loaded lazily). Tests inject a failing one. */
+  openClient?: (destination: OpenDestination) => Promise<DestinationClient & { classify(error: unknown): SendFailure }>;
+}
+
+/** The kind's client, its module loaded on first use (each loads its SDK the same way). */
+export async function openDestinationClient(destination: OpenDestination): Promise<DestinationClient & { classify(error: unknown): SendFailure }> {
+  switch (destination.kind) {
+    case "sqs": return (await import("./sqs.js")).openSqs(destination);
+    case "sns": return (await import("./sns.js")).openSns(destination);
+    case "eventbridge": return (await import("./eventbridge.js")).openEventBridge(destination);
+    case "servicebus": return (await import("./serviceBus.js")).openServiceBus(destination);
+    case "pubsub": return (await import("./pubsub.js")).openPubSub(destination);
+    case "rabbitmq": return (await import("./rabbitmq.js")).openRabbitMq(destination);
+  }
+}
+
+type Opened = DestinationClient & { classify(error: unknown): SendFailure };
+
+/** Each kind's classification, also of a failure to open its client (RabbitMQ connects then). */
+const CLASSIFY: Record<QueueDestinationKind, (error: unknown) => SendFailure> = {
+  sqs: classifyAwsError, sns: classifyAwsError, eventbridge: classifyAwsError, servicebus: classifyServiceBusError, pubsub: classifyGrpcError, rabbitmq: classifyAmqpError,
+};
+
+export function createDestinationSenders(options: DestinationSendersOptions): DestinationSenders {
+  const { db } = options;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const openClient = options.openClient ?? openDestinationClient;
+  const configs = new Map<string, { destination: StoredDestination | null; readAt: number }>();
+  /** `<subscription>:<version>` → its client (being opened: the promise). Map order = least recently used first. */
+  const clients = new Map<string, Promise<Opened>>();
+
+  const configOf = async (id: string): Promise<StoredDestination | null> => {
+    const cached = configs.get(id);
+    if (cached && performance.now() - cached.readAt < CONFIG_TTL_MS) return cached.destination;
+    const destination = (await db.query<{ destination: StoredDestination | null }>("SELECT destination FROM outbound_subscriptions WHERE id = $1", [id])).rows[0]?.destination ?? null;
+    if (configs.size > 10_000) configs.clear();
+    configs.set(id, { destination, readAt: performance.now() });
+    return destination;
+  };
+
+  const retire = (key: string, client: Promise<Opened>) => {
+    clients.delete(key);
+    void client.then((c) => c.close()).catch((error) => options.logger?.warn({ err: error, destination: key }, "closing a destination client failed"));
+  };
+
+  const clientFor = (id: string, stored: StoredDestination): Promise<Opened> => {
+    const key = `${id}:${stored.version}`;
+    const found = clients.get(key);
+    if (found) {
+      clients.delete(key); // most recently used last
+      clients.set(key, found);
+      return found;
+    }
+    // A new version of this subscription's destination: the old client goes.
+    for (const [other, client] of clients) if (other.startsWith(`${id}:`)) retire(other, client);
+    if (clients.size >= MAX_CLIENTS) {
+      const [oldest, client] = clients.entries().next().value as [string, Promise<Opened>];
+      retire(oldest, client);
+    }
+    const opening = Promise.resolve().then(() => openClient(openDestination(id, stored)));
+    clients.set(key, opening);
+    // A client that failed to open is not kept: the next attempt tries again.
+    opening.catch(() => { if (clients.get(key) === opening) clients.delete(key); });
+    return opening;
+  };
+
+  const outcome = (started: number, failure: SendFailure | null): DeliveryOutcome => ({
+    result: failure ? failure.result : "delivered",
+    status: null,
+    latencyMs: Math.round((performance.now() - started) * 10) / 10,
+    errorClass: failure ? failure.errorClass : null,
+    responseExcerpt: failure ? failure.detail : null,
+    retryAfterSeconds: failure?.retryAfterSeconds ?? null,
+  });
+
+  return {
+    async deliver(id, req, { orderingKey = null, subscriptionUrl } = {}) {
+      const started = performance.now();
+      const stored = await configOf(id);
+      if (!stored) {
+        // The subscription went back to http (or was deleted) since the claim read its url.
+        return outcome(started, { result: "retryable", errorClass: "destination_changed", detail: "the subscription's destination changed during the attempt; sent again with the new one" });
+      }
+      if (subscriptionUrl !== undefined && req.url !== subscriptionUrl) {
+        // Only a transformation gives another url; a queue destination is not redirected.
+        return outcome(started, { result: "permanent", errorClass: "transformation_failed", detail: `returned a url (${req.url.slice(0, 200)}); the subscription delivers to its ${stored.kind} destination, which a transformation cannot change (return body and headers only)` });
+      }
+      let signature: string;
+      try {
+        signature = signatureHeader(req.secrets, req.webhookId, req.timestamp, req.body);
+      } catch (error) {
+        return outcome(started, { result: "permanent", errorClass: "invalid_request", detail: (error as Error).message });
+      }
+      const message: DestinationMessage = {
+        webhookId: req.webhookId,
+        body: req.body,
+        // Ours win over custom ones, as on HTTP.
+        attributes: { ...req.headers, "content-type": CONTENT_TYPE, "webhook-id": req.webhookId, "webhook-timestamp": String(req.timestamp), "webhook-signature": signature },
+        orderingKey,
+        eventType: stored.kind === "eventbridge" && stored.detailType === null ? eventTypeOf(req.body) : null,
+      };
+      let client: Opened;
+      try {
+        client = await clientFor(id, stored);
+      } catch (error) {
+        if (isUnreadableSecretError(error)) return outcome(started, { result: "retryable", errorClass: "destination_secret_unreadable", detail: (error as Error).message });
+        // The SDK refused the settings, or could not connect (RabbitMQ connects on open).
+        return outcome(started, CLASSIFY[stored.kind](error));
+      }
+      const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(Object.assign(new Error(`no answer from the ${stored.kind} destination within ${deadline} ms`), { name: "AttemptTimeout" })), deadline);
+      try {
+        await Promise.race([
+          client.send(message, abort.signal),
+          new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true })),
+        ]);
+        return outcome(started, null);
+      } catch (error) {
+        return outcome(started, error instanceof DestinationSendError ? error.failure : client.classify(error));
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      // The relay calls it after its attempts finished; a later attempt (a restarted relay) opens new clients.
+      const all = [...clients.values()];
+      clients.clear();
+      await Promise.all(all.map((c) => c.then((client) => client.close()).catch(() => {})));
+    },
+  };
+}
