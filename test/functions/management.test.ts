@@ -240,6 +240,33 @@ describe.each(["aws", "azure", "gcp"] as const)("the %s management function", (n
     expect((await api("GET", `/deliveries/${encodeURIComponent(sent.deliveries[0].id)}`)).status).toBe("delivered");
   });
 
+  it("serves webhooks listen: a long poll gets the event, the answer is its attempt, the relay run sends the subscription nothing until the listener detaches", async (t) => {
+    if (!cloud()) return t.skip();
+    const type = `${name}.listened`;
+    const sub = await api("POST", "/subscriptions", { url: `${receiver.url}/${name}/listened`, eventTypes: [type] });
+    const listeners = `/subscriptions/${sub.id}/listeners`;
+    const listener = await api("POST", listeners, { forwardTo: "http://localhost:3000/hooks" });
+    expect(listener.maxWaitSeconds).toBe(25); // within API Gateway's 29-30 s (docs/listen.md)
+    const pulling = api("POST", `${listeners}/${listener.id}/pull`, { waitSeconds: 10 });
+    const first = (await api("POST", "/events", { id: `listened-1-${name}-${suffix}`, type, data: { n: 1 } })).deliveries[0].id;
+    const { deliveries } = await pulling;
+    expect(deliveries.map((d: { id: string }) => d.id)).toEqual([first]);
+    expect(deliveries[0].headers["webhook-id"]).toBe(first);
+    expect(deliveries[0].headers["webhook-signature"]).toMatch(/^v1,/);
+    const { recorded } = await api("POST", `${listeners}/${listener.id}/answers`, { answers: [{ deliveryId: first, status: 200, durationMs: 4 }] });
+    expect(recorded).toEqual([{ deliveryId: first, outcome: "delivered", retryInSeconds: null, deadReason: null }]);
+    const [attempt] = (await api("GET", `/deliveries/${encodeURIComponent(first)}/attempts`)).attempts;
+    expect(attempt).toMatchObject({ status: 200, result: "delivered", listenerId: listener.id });
+
+    const second = (await api("POST", "/events", { id: `listened-2-${name}-${suffix}`, type, data: { n: 2 } })).deliveries[0].id;
+    await relayRun();
+    expect(receiver.received.some((r) => r.headers["webhook-id"] === second)).toBe(false); // left to the listener
+    expect(await api("DELETE", `${listeners}/${listener.id}`)).toEqual({ detached: true, released: 0 });
+    await relayRun();
+    expect(receiver.received.some((r) => r.headers["webhook-id"] === second)).toBe(true);
+    expect(receiver.received.some((r) => r.headers["webhook-id"] === first)).toBe(false);
+  });
+
   it("replays a dead letter, which the next relay run delivers", async (t) => {
     if (!cloud()) return t.skip();
     const type = `${name}.order.doomed`;
