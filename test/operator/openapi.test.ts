@@ -109,7 +109,8 @@ describeEachBackend("OpenAPI document", (ctx) => {
     const portalLink = async (body: Json = {}) => t.api("POST", `/applications/${app.id}/portal-links`, body);
     const openSession = async (token: string) => {
       const res = await fetch(`${t.baseUrl}/portal/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token }) });
-      return { cookie: res.headers.get("set-cookie")!.split(";")[0]!, ...((await res.json()) as Json) };
+      const body = (await res.json()) as { sessionId: string; csrfToken: string };
+      return { cookie: res.headers.get("set-cookie")!.split(";")[0]!, sessionId: body.sessionId, csrfToken: body.csrfToken };
     };
     const toOpen = await portalLink({ access: "write" });
     const portal = await openSession((await portalLink({ access: "write" })).token);
