@@ -239,7 +239,7 @@ async function loadSubscriptions() {
     isOperator() ? td(code(s.applicationId)) : null,
     el("td", {}, badge(healthOf(s.status)), s.paused ? badge("paused") : "", s.health?.destinationRefused ? badge("refused", "dead") : ""),
     td(s.health?.consecutiveFailures),
-    td(code(s.url)),
+    destinationOf(s),
     typesOf(s),
     // A URL this platform's policy refuses (ALLOWED_DESTINATIONS) says so beside its health.
     td(s.health?.destinationRefused ?? s.health?.disabledReason, "reason"),
@@ -263,6 +263,39 @@ function typesOf(s) {
     s.filter ? el("div", { class: "filter" }, "filter ", code(JSON.stringify(s.filter))) : "",
     s.transformation ? folded("transformation", s.transformation) : "",
     s.auth ? el("div", { class: "auth" }, "auth ", authOf(s.auth)) : "");
+}
+
+/**
+ * Where a subscription delivers (issue 31): an endpoint's URL, or a queue or broker's kind, where
+ * it is, its settings, and who the relay sends as; the API answers no secret part of credentials
+ * (an access key's id, a connection string's policy name, a service account, a user name at most).
+ */
+function destinationOf(s) {
+  const d = s.destination;
+  if (!d || d.kind === "http") return td(code(s.url));
+  const where = { sqs: d.queueUrl, sns: d.topicArn, eventbridge: d.eventBus, servicebus: `${d.namespace} ${d.queue != null ? `queue ${d.queue}` : `topic ${d.topic}`}`, pubsub: d.topic, rabbitmq: d.url }[d.kind] ?? s.url;
+  const settings = [
+    d.region && d.kind !== "sns" ? `region ${d.region}` : "",
+    d.fifo ? "FIFO" : "",
+    d.kind === "eventbridge" ? `source ${d.source}, detail-type ${d.detailType ?? "the event's type"}` : "",
+    d.kind === "rabbitmq" ? `exchange ${JSON.stringify(d.exchange)}, routing key ${JSON.stringify(d.routingKey)}` : "",
+    d.endpoint ? `via ${d.endpoint}` : "",
+    d.emulator ? "emulator" : "",
+  ].filter(Boolean).join(", ");
+  return el("td", { class: "destination" }, badge(d.kind, "off"), " ", code(where),
+    settings ? el("div", { class: "settings" }, settings) : "",
+    el("div", { class: "sends-as" }, "sends as ", sendsAs(d)));
+}
+
+/** Who the relay sends to a queue destination as: its own cloud identity, or the readable part of stored credentials. */
+function sendsAs(d) {
+  const c = d.credentials;
+  if (d.kind === "pubsub" && d.emulator) return "no one (emulator)";
+  if (!c) return "the relay's own cloud identity";
+  if (c.accessKeyId) return `access key ${c.accessKeyId}`;
+  if (c.clientEmail) return `service account ${c.clientEmail}`;
+  if (c.username) return `user ${c.username}`;
+  return `connection string${c.keyName ? ` (policy ${c.keyName})` : ""}`;
 }
 
 /**

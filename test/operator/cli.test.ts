@@ -159,7 +159,7 @@ describe("webhooks subscriptions", { timeout: 120_000 }, () => {
   });
 
   it("create refuses missing and invalid input with the reason", async () => {
-    await refused(2, "--endpoint is required", ["subscriptions", "create", "--event", "order.*"]);
+    await refused(2, "Give --endpoint <url> (where deliveries are POSTed) or --destination <kind>", ["subscriptions", "create", "--event", "order.*"]);
     await refused(2, "at least one --event", ["subscriptions", "create", "--endpoint", "https://example.com"]);
     await refused(1, /failed with 400 invalid_request: Invalid subscription: url: must be an absolute URL/, ["subscriptions", "create", "--endpoint", "not a url", "--event", "order.*"]);
     await refused(2, "--max-attempts must be an integer from 1 to 100", ["subscriptions", "create", "--endpoint", "https://example.com", "--event", "a.b", "--max-attempts", "0"]);

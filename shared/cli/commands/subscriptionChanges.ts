@@ -4,8 +4,9 @@ import { UsageError, intOption, type Command, type Invocation } from "../command
 import { printJson, record } from "../output.js";
 import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
 import { CONTENT_HELP, contentFieldsOf, describeFilter, describeTransformation } from "./contentOptions.js";
+import { DESTINATION_HELP, DESTINATION_OPTIONS, describeDestination, describeDestinationCredentials, destinationOf, type PublicDestination } from "./destinationOptions.js";
 
-interface Subscription { id: string; url: string; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null; auth?: Parameters<typeof describeAuth>[0]; filter?: Record<string, unknown> | null; transformation?: string | null; warnings?: string[] }
+interface Subscription { id: string; url: string; destination?: PublicDestination; eventTypes: string[]; paused?: boolean; status: string; headers?: Record<string, string>; maxAttempts?: number | null; description?: string | null; auth?: Parameters<typeof describeAuth>[0]; filter?: Record<string, unknown> | null; transformation?: string | null; warnings?: string[] }
 
 /** `--header name=value` options as a map; `--header name=` is refused (say --clear-headers). */
 export function headersOf(inv: Invocation): Record<string, string> | undefined {
@@ -25,7 +26,11 @@ export function headersOf(inv: Invocation): Record<string, string> | undefined {
 }
 
 const summary = (sub: Subscription) => ({
-  id: sub.id, url: sub.url, "event types": sub.eventTypes.join(", "), paused: sub.paused ? "yes" : "no", health: sub.status,
+  id: sub.id,
+  ...(sub.destination && sub.destination.kind !== "http"
+    ? { destination: describeDestination(sub.destination, sub.url), "sends as": describeDestinationCredentials(sub.destination) }
+    : { url: sub.url }),
+  "event types": sub.eventTypes.join(", "), paused: sub.paused ? "yes" : "no", health: sub.status,
   "max attempts": sub.maxAttempts ?? "default", headers: Object.keys(sub.headers ?? {}).join(", ") || "none", auth: describeAuth(sub.auth),
   filter: describeFilter(sub.filter), transformation: describeTransformation(sub.transformation), description: sub.description,
 });
@@ -33,9 +38,10 @@ const summary = (sub: Subscription) => ({
 export const subscriptionsUpdate: Command = {
   name: "subscriptions update",
   summary: "Edit a subscription. Pending deliveries use the new settings from their next attempt.",
-  usage: "subscriptions update <subscription id> [--endpoint <url>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--traceparent on|off] [--auth basic|oauth2|mtls|none …] [--filter <json>|--no-filter] [--transformation <file>|-|--no-transformation]",
+  usage: "subscriptions update <subscription id> [--endpoint <url>|--destination <kind> …|--destination-file <path>] [--event <type>...] [--description <text>] [--max-attempts <n>|default] [--header <name=value>...|--clear-headers] [--traceparent on|off] [--auth basic|oauth2|mtls|none …] [--filter <json>|--no-filter] [--transformation <file>|-|--no-transformation]",
   help: `Options (each changes that field only):
   --endpoint <url>          a new URL: its health starts afresh, waiting deliveries are due at once
+                            (from a queue destination: back to an HTTP endpoint)
   --event <type>            the event types (repeatable; replaces them all)
   --description <text>      ('' clears it)
   --max-attempts <n>        1-100, or "default" for the relay's policy
@@ -45,6 +51,10 @@ export const subscriptionsUpdate: Command = {
 
 ${AUTH_HELP}
   The whole auth is replaced (that is how its secret part is rotated).
+
+${DESTINATION_HELP}
+  A new destination replaces the whole of it, credentials included (that is how they are
+  rotated); its health starts afresh, as with a new --endpoint.
 
 ${CONTENT_HELP}
   --no-filter            every event of its types again
@@ -58,11 +68,14 @@ Example:
     traceparent: { type: "string" },
     filter: { type: "string" }, "no-filter": { type: "boolean" }, transformation: { type: "string" }, "no-transformation": { type: "boolean" },
     ...AUTH_OPTIONS,
+    ...DESTINATION_OPTIONS,
   },
   positionals: [1, 1],
   async run(inv) {
     const change: Record<string, unknown> = {};
-    if (inv.values.endpoint !== undefined) change.url = inv.values.endpoint;
+    const destination = await destinationOf(inv);
+    if (destination) change.destination = destination;
+    else if (inv.values.endpoint !== undefined) change.url = inv.values.endpoint;
     if ((inv.values.event as string[] | undefined)?.length) change.eventTypes = inv.values.event;
     if (inv.values.description !== undefined) change.description = inv.values.description === "" ? null : inv.values.description;
     if (inv.values["max-attempts"] === "default") change.maxAttempts = null;
@@ -77,7 +90,7 @@ Example:
     const auth = await authOf(inv, true);
     if (auth !== undefined) change.auth = auth;
     Object.assign(change, await contentFieldsOf(inv, true));
-    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --event, --description, --max-attempts, --header, --clear-headers, --traceparent, --auth, --filter, --no-filter, --transformation, --no-transformation.");
+    if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --destination, --destination-file, --event, --description, --max-attempts, --header, --clear-headers, --traceparent, --auth, --filter, --no-filter, --transformation, --no-transformation.");
     const sub = await inv.api().patch<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`, change);
     inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },

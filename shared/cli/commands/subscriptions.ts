@@ -8,10 +8,13 @@ import { signatureSchemeOf } from "./signing.js";
 import { headersOf } from "./subscriptionChanges.js";
 import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
 import { CONTENT_HELP, contentFieldsOf, describeFilter, describeTransformation } from "./contentOptions.js";
+import { DESTINATION_HELP, DESTINATION_OPTIONS, describeDestination, describeDestinationCredentials, destinationOf, type PublicDestination } from "./destinationOptions.js";
 
 interface Subscription {
   id: string;
   url: string;
+  /** Issue 31: where deliveries go (older servers: absent, an HTTP endpoint at `url`). */
+  destination?: PublicDestination;
   eventTypes: string[];
   secrets?: string[];
   description?: string | null;
@@ -33,14 +36,16 @@ export function healthOf(status: string): string {
 function show(sub: Subscription): Record<string, unknown> {
   return {
     id: sub.id,
-    url: sub.url,
+    ...(sub.destination && sub.destination.kind !== "http"
+      ? { destination: describeDestination(sub.destination, sub.url), "sends as": describeDestinationCredentials(sub.destination) }
+      : { url: sub.url }),
     "event types": sub.eventTypes.join(", "),
     health: healthOf(sub.status),
     "consecutive failures": sub.health?.consecutiveFailures,
     "disabled reason": sub.health?.disabledReason,
     "next probe": sub.health?.nextProbeAt,
     "max attempts": sub.maxAttempts ?? "default",
-    auth: describeAuth(sub.auth),
+    ...(sub.destination && sub.destination.kind !== "http" ? {} : { auth: describeAuth(sub.auth) }),
     filter: describeFilter(sub.filter),
     transformation: describeTransformation(sub.transformation),
     description: sub.description,
@@ -94,9 +99,9 @@ function flowOf(inv: Invocation): Record<string, unknown> {
 export const subscriptionsCreate: Command = {
   name: "subscriptions create",
   summary: "Create a subscription. A signing secret is generated unless given; it is printed once.",
-  usage: "subscriptions create --endpoint <url> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …] [--no-traceparent] [--filter <json>] [--transformation <file>|-]",
+  usage: "subscriptions create --endpoint <url>|--destination <kind> …|--destination-file <path> --event <type> [--event <type>...] [--secret <whsec_...>|--signature-scheme v1|v1a] [--max-attempts <n>] [--description <text>] [--header <name=value>...] [--backfill-since <time> [--backfill-until <time>]] [--application <id>] [--ordered] [--max-in-flight <n>] [--rate-limit-per-second <n>] [--attempt-timeout-ms <ms>] [--auth basic|oauth2|mtls …] [--no-traceparent] [--filter <json>] [--transformation <file>|-]",
   help: `Options:
-  --endpoint <url>       where deliveries are POSTed (required)
+  --endpoint <url>       where deliveries are POSTed (or a --destination below)
   --event <type>         event type or pattern such as order.* (repeatable, at least one)
   --secret <whsec_...>   signing secret (repeatable for rotation; whsk_... signs v1a); default: generated
   --secret-file <path>   read the secret from a file instead of the command line
@@ -123,10 +128,13 @@ Flow control (docs/outbound.md#flow-control; default: none of it):
 
 ${AUTH_HELP.replace("\n  --auth none            (update only) remove it", "")}
 
+${DESTINATION_HELP}
+
 ${CONTENT_HELP}
 
-Example:
-  webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'`,
+Examples:
+  webhooks subscriptions create --endpoint https://example.com/hooks --event 'order.*'
+  webhooks subscriptions create --destination sqs --queue-url https://sqs.eu-west-1.amazonaws.com/123456789012/orders --event 'order.*'`,
   options: {
     endpoint: { type: "string" },
     event: { type: "string", multiple: true },
@@ -147,11 +155,13 @@ Example:
     filter: { type: "string" },
     transformation: { type: "string" },
     ...AUTH_OPTIONS,
+    ...DESTINATION_OPTIONS,
   },
   async run(inv) {
     const url = inv.values.endpoint as string | undefined;
     const events = (inv.values.event as string[] | undefined) ?? [];
-    if (!url) throw new UsageError("--endpoint is required: where deliveries are POSTed.");
+    const destination = await destinationOf(inv);
+    if (!url && !destination) throw new UsageError("Give --endpoint <url> (where deliveries are POSTed) or --destination <kind> with its options (a queue or broker: see --help).");
     if (events.length === 0) throw new UsageError("Give at least one --event (e.g. --event 'order.*').");
     const secrets = [...((inv.values.secret as string[] | undefined) ?? [])];
     const file = inv.values["secret-file"] as string | undefined;
@@ -162,7 +172,7 @@ Example:
         throw new UsageError(`Cannot read --secret-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
       }
     }
-    const body: Record<string, unknown> = { url, eventTypes: events };
+    const body: Record<string, unknown> = { ...(destination ? { destination } : { url }), eventTypes: events };
     if (inv.values.application !== undefined) body.applicationId = inv.values.application;
     if (secrets.length) body.secrets = secrets;
     const scheme = signatureSchemeOf(inv);
