@@ -1,7 +1,10 @@
-// The admin page client: plain browser JavaScript, no framework, no build step.
-// It talks to the same JSON management API as the CLI, with the bearer token kept in
+// The admin page client: plain browser JavaScript, no framework, no build step of its own.
+// It talks to the same JSON management API as the CLI, through the same generated client
+// (./client.js, built from client.ts), with the bearer token kept in
 // sessionStorage (this tab only). Every value from the server is inserted as text, never as HTML:
 // partner payloads and error excerpts are untrusted.
+
+import { connect, Unauthorized } from "./client.js";
 
 const TOKEN_KEY = "webhooks.adminToken";
 const REFRESH_MS = 3000;
@@ -18,33 +21,18 @@ const canWrite = () => scope.access === "write";
 
 // ---- API ---------------------------------------------------------------------------------
 
-class Unauthorized extends Error {}
-
 // Where the API is: the folder above this script's (`/admin/app.js` → ``, `/api/admin/app.js` →
 // `/api` when an ingress mounts the API under a prefix, as the cloud stacks do).
 const API_BASE = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
-async function api(method, path, body) {
-  const res = await fetch(API_BASE + path, {
-    method,
-    headers: {
-      authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) ?? ""}`,
-      accept: "application/json",
-      ...(body !== undefined ? { "content-type": "application/json" } : {}),
-    },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  if (res.status === 401) throw new Unauthorized("The token was refused.");
-  const text = await res.text();
-  const data = text ? JSON.parse(text) : undefined;
-  if (!res.ok) throw new Error(data?.error?.message ?? `${method} ${path} failed with ${res.status}`);
-  return data;
-}
+// Every call is an operation of /openapi.json, typed by the generated client in client.ts
+// (bundled as client.js, `npm run generate:client`): `api.listDeadLetters(query)`, named by operationId.
+const api = connect(API_BASE, () => sessionStorage.getItem(TOKEN_KEY) ?? undefined);
 
 // An operator may narrow the lists to one application (an application key is confined to its own).
-function inApplication(path) {
+function inApplication(query = {}) {
   const chosen = isOperator() ? $("application").value : "";
-  return chosen ? `${path}${path.includes("?") ? "&" : "?"}applicationId=${encodeURIComponent(chosen)}` : path;
+  return chosen ? { ...query, applicationId: chosen } : query;
 }
 
 // List answers wrap their rows in one named array: { deadLetters: [...] }, { entries: [...] }, …
@@ -93,9 +81,9 @@ const PAGE_SIZE = 100;
 // Per list, the cursors of the pages opened so far (null: the first page); the last one is shown.
 const cursors = { dead: [null], quarantine: [null], inbox: [null], delivery: [null], subscription: [null], catalogue: [null] };
 const firstPage = (...lists) => { for (const list of lists) cursors[list] = [null]; };
-const paged = (list, path) => {
+const paged = (list) => {
   const cursor = cursors[list].at(-1);
-  return `${path}${path.includes("?") ? "&" : "?"}limit=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+  return cursor ? { limit: PAGE_SIZE, cursor } : { limit: PAGE_SIZE };
 };
 
 /** Below a list: which rows these are, and Previous / Next when there are other pages. */
@@ -111,13 +99,13 @@ function pager(list, answer, shown, reload) {
   );
 }
 
-/** A list's page: its rows, and the pager drawn; a page emptied meanwhile (replayed) goes back one. */
-async function loadPage(list, path, reload) {
-  const answer = await api("GET", paged(list, path));
+/** A list's page (`fetchPage({ limit, cursor })`): its rows, and the pager drawn; a page emptied meanwhile (replayed) goes back one. */
+async function loadPage(list, fetchPage, reload) {
+  const answer = await fetchPage(paged(list));
   const rows = items(answer);
   if (rows.length === 0 && cursors[list].length > 1) {
     cursors[list].pop();
-    return loadPage(list, path, reload);
+    return loadPage(list, fetchPage, reload);
   }
   pager(list, answer, rows.length, reload);
   return rows;
@@ -127,10 +115,11 @@ async function loadPage(list, path, reload) {
 
 const healthOf = (status) => (status === "active" ? "healthy" : status);
 
-async function replay(path, button, method = "POST") {
+/** One change (`call`, e.g. a replay) from its button, then the page again. */
+async function act(call, button) {
   button.disabled = true;
   try {
-    await api(method, path);
+    await call();
     await refresh();
   } catch (error) {
     showError(error);
@@ -146,8 +135,8 @@ function showCount(id, count) {
 
 async function loadDeadLetters() {
   const [rows, { count }] = await Promise.all([
-    loadPage("dead", inApplication("/dead-letters"), loadDeadLetters),
-    api("GET", inApplication("/dead-letters/count")),
+    loadPage("dead", (page) => api.listDeadLetters(inApplication(page)), loadDeadLetters),
+    api.countDeadLetters(inApplication()),
   ]);
   showCount("dead-count", count);
   $("dead-replay-all").disabled = count === 0;
@@ -157,14 +146,14 @@ async function loadDeadLetters() {
     td(d.attempts),
     td(when(d.deadAt)),
     td(d.deadReason, "reason"),
-    el("td", {}, canWrite() ? el("button", { type: "button", onclick: (e) => replay(`/dead-letters/${encodeURIComponent(d.id)}/replay`, e.currentTarget) }, "Replay") : ""),
+    el("td", {}, canWrite() ? el("button", { type: "button", onclick: (e) => act(() => api.replayDeadLetter(d.id), e.currentTarget) }, "Replay") : ""),
   ), "No dead letters.");
 }
 
 async function loadQuarantine() {
   const [rows, { count }] = await Promise.all([
-    loadPage("quarantine", "/inbox?status=quarantined", loadQuarantine),
-    api("GET", "/inbox/count?status=quarantined"),
+    loadPage("quarantine", (page) => api.listInbox({ ...page, status: "quarantined" }), loadQuarantine),
+    api.countInbox({ status: "quarantined" }),
   ]);
   showCount("quarantine-count", count);
   $("quarantine-replay-all").disabled = count === 0;
@@ -175,14 +164,14 @@ async function loadQuarantine() {
     td(q.eventType),
     td(when(q.receivedAt)),
     td(q.quarantineReason ?? q.lastError, "reason"),
-    el("td", {}, canWrite() ? el("button", { type: "button", onclick: (e) => replay(`/inbox/${encodeURIComponent(q.id)}/replay`, e.currentTarget) }, "Replay") : ""),
+    el("td", {}, canWrite() ? el("button", { type: "button", onclick: (e) => act(() => api.replayInboxEntry(q.id), e.currentTarget) }, "Replay") : ""),
   ), "No quarantined entries.");
 }
 
 /** Every inbound webhook, newest first (or those of one status): what partners sent and what became of it. */
 async function loadInbox() {
   const status = $("inbox-status").value;
-  const rows = await loadPage("inbox", status ? `/inbox?status=${encodeURIComponent(status)}` : "/inbox", loadInbox);
+  const rows = await loadPage("inbox", (page) => api.listInbox(status ? { ...page, status } : page), loadInbox);
   fill($("inbox-rows"), rows, (e) => el("tr", { "data-id": e.id },
     td(code(e.id)),
     td(e.partnerName),
@@ -196,7 +185,7 @@ async function loadInbox() {
 
 async function loadDeliveries() {
   const status = $("delivery-status").value;
-  const rows = await loadPage("delivery", inApplication(status ? `/deliveries?status=${encodeURIComponent(status)}` : "/deliveries"), loadDeliveries);
+  const rows = await loadPage("delivery", (page) => api.listDeliveries(inApplication(status ? { ...page, status } : page)), loadDeliveries);
   fill($("delivery-rows"), rows, (d) => el("tr", { "data-id": d.id, class: d.id === selectedDelivery ? "selected" : undefined },
     td(code(d.id)),
     td(d.eventType),
@@ -218,7 +207,7 @@ async function showAttempts(id) {
 }
 
 async function loadAttempts() {
-  const rows = items(await api("GET", `/deliveries/${encodeURIComponent(selectedDelivery)}/attempts`));
+  const rows = items(await api.listAttempts(selectedDelivery));
   fill($("attempt-rows"), rows, (a) => el("tr", {},
     td(a.probe ? `${a.attemptNumber} (probe)` : a.attemptNumber),
     td(badge(a.result, RESULT_KIND[a.result] ?? "dead")),
@@ -232,7 +221,7 @@ async function loadAttempts() {
 }
 
 async function loadSubscriptions() {
-  const rows = await loadPage("subscription", inApplication("/subscriptions"), loadSubscriptions);
+  const rows = await loadPage("subscription", (page) => api.listSubscriptions(inApplication(page)), loadSubscriptions);
   fill($("subscription-rows"), rows, (s) => el("tr", { "data-id": s.id },
     td(code(s.id)),
     // Operators see whose it is; an application key sees its own only.
@@ -316,7 +305,7 @@ function authOf(auth) {
  * are stored and processed, not forwarded). Its subscription is listed with the others.
  */
 async function loadForwarding() {
-  const { partners } = await api("GET", "/inbound/forwarding");
+  const { partners } = await api.listForwarding();
   const rows = partners.flatMap((f) => (f.destinations.length ? f.destinations.map((d) => ({ f, d })) : [{ f, d: null }]));
   fill($("forwarding-rows"), rows, ({ f, d }) => el("tr", { "data-id": `${f.partner} ${d?.name ?? ""}` },
     td(f.partner),
@@ -340,10 +329,10 @@ const OPERATIONAL_SHOWN = 10;
  * each with what it is about (a subscription, a key id, a delivery) and why. Operators only.
  */
 async function loadOperationalEvents() {
-  const recent = items(await api("GET", "/events?applicationId=app_platform&limit=100"))
+  const recent = items(await api.listEvents({ applicationId: "app_platform", limit: 100 }))
     .filter((e) => OPERATIONAL_PREFIXES.some((p) => e.type.startsWith(p)))
     .slice(0, OPERATIONAL_SHOWN);
-  const details = await Promise.all(recent.map((e) => api("GET", `/events/${encodeURIComponent(e.id)}`).catch(() => e)));
+  const details = await Promise.all(recent.map((e) => api.getEvent(e.id).catch(() => e)));
   fill($("operational-rows"), details, (e) => {
     const d = e.data ?? {};
     return el("tr", { "data-id": e.id },
@@ -366,7 +355,7 @@ async function loadOperationalEvents() {
  * deprecation, and the JSON Schema and examples a subscriber reads.
  */
 async function loadCatalogue() {
-  const rows = await loadPage("catalogue", inApplication("/event-types"), loadCatalogue);
+  const rows = await loadPage("catalogue", (page) => api.listEventTypes(inApplication(page)), loadCatalogue);
   fill($("catalogue-rows"), rows, (t) => el("tr", { "data-id": t.name },
     td(code(t.name)),
     isOperator() ? td(code(t.applicationId)) : null,
@@ -385,7 +374,7 @@ async function loadCatalogue() {
  * delivery goes). The skip names the dead letter it saw, so a stale page never skips another one.
  */
 async function loadOrderingKeys(ordered) {
-  const lists = await Promise.all(ordered.map(async (s) => ({ s, keys: items(await api("GET", `/subscriptions/${encodeURIComponent(s.id)}/ordering-keys?limit=100`)) })));
+  const lists = await Promise.all(ordered.map(async (s) => ({ s, keys: items(await api.listOrderingKeys(s.id, { limit: 100 })) })));
   const rows = lists.flatMap(({ s, keys }) => keys.map((k) => ({ s, k })));
   fill($("ordering-rows"), rows, ({ s, k }) => el("tr", { "data-id": `${s.id} ${k.orderingKey}` },
     td(code(s.id)),
@@ -399,7 +388,7 @@ async function loadOrderingKeys(ordered) {
       onclick: async (e) => {
         e.currentTarget.disabled = true;
         try {
-          await api("POST", `/subscriptions/${encodeURIComponent(s.id)}/ordering-keys/${encodeURIComponent(k.orderingKey)}/skip`, k.head ? { deliveryId: k.head.id } : {});
+          await api.skipOrderingKey(s.id, k.orderingKey, k.head ? { deliveryId: k.head.id } : {});
         } catch (error) {
           showError(error);
         }
@@ -411,15 +400,14 @@ async function loadOrderingKeys(ordered) {
 
 /** Re-enable (when not healthy), pause or resume, send a test event, delete: each one documented operation. */
 function subscriptionActions(s) {
-  const path = `/subscriptions/${encodeURIComponent(s.id)}`;
   const button = (label, onclick) => el("button", { type: "button", onclick }, label);
   if (!canWrite()) return [];
   return [
-    s.status === "active" ? "" : button("Re-enable", (e) => replay(`${path}/enable`, e.currentTarget)),
-    s.paused ? button("Resume", (e) => replay(`${path}/resume`, e.currentTarget)) : button("Pause", (e) => replay(`${path}/pause`, e.currentTarget)),
-    button("Send test", (e) => replay(`${path}/test`, e.currentTarget)),
+    s.status === "active" ? "" : button("Re-enable", (e) => act(() => api.enableSubscription(s.id), e.currentTarget)),
+    s.paused ? button("Resume", (e) => act(() => api.resumeSubscription(s.id), e.currentTarget)) : button("Pause", (e) => act(() => api.pauseSubscription(s.id), e.currentTarget)),
+    button("Send test", (e) => act(() => api.sendTestEvent(s.id), e.currentTarget)),
     button("Delete", (e) => {
-      if (confirm(`Delete ${s.id}? Its pending deliveries are cancelled (kept as history).`)) replay(path, e.currentTarget, "DELETE");
+      if (confirm(`Delete ${s.id}? Its pending deliveries are cancelled (kept as history).`)) act(() => api.deleteSubscription(s.id), e.currentTarget);
     }),
   ];
 }
@@ -442,7 +430,7 @@ function svg(tag, attrs, text) {
 }
 
 async function loadChart() {
-  const { series } = await api("GET", inApplication("/stats/deliveries-per-minute?minutes=60"));
+  const { series } = await api.deliveriesPerMinute(inApplication({ minutes: 60 }));
   const W = 1000, H = 180, left = 36, bottom = 20, top = 8;
   const max = Math.max(1, ...series.map((m) => SERIES.reduce((sum, s) => sum + m[s.key], 0)));
   const step = (W - left) / series.length;
@@ -477,7 +465,7 @@ async function loadChart() {
 
 /** The platform's health problems (GET /healthz `problems`), above everything: they say why nothing is sent. */
 async function loadProblems() {
-  const health = await api("GET", "/healthz");
+  const health = await api.health();
   const problems = health.problems ?? [];
   $("problems").replaceChildren(...problems.map((p) => el("li", {}, p)));
   $("problems").hidden = problems.length === 0;
@@ -494,18 +482,18 @@ async function refresh() {
 
 /** Learns the token's scope and shows or hides the sections and buttons by it. */
 async function applyScope() {
-  scope = await api("GET", "/me");
+  scope = await api.whoAmI();
   for (const node of document.querySelectorAll("[data-operator]")) node.hidden = !isOperator();
   for (const node of document.querySelectorAll("[data-write]")) node.hidden = !canWrite();
   const access = canWrite() ? "read-write" : "read-only";
   if (isOperator()) {
     $("scope").textContent = `${scope.kind === "bootstrap" ? "admin token" : `operator key ${scope.keyId}`} · ${access}`;
-    const options = items(await api("GET", "/applications?limit=1000")).map((a) => el("option", { value: a.id }, `${a.name} (${a.id})`));
+    const options = items(await api.listApplications({ limit: 1000 })).map((a) => el("option", { value: a.id }, `${a.name} (${a.id})`));
     const chosen = $("application").value;
     $("application").replaceChildren(el("option", { value: "" }, "all applications"), ...options);
     $("application").value = chosen;
   } else {
-    const app = await api("GET", `/applications/${encodeURIComponent(scope.applicationId)}`);
+    const app = await api.getApplication(scope.applicationId);
     $("scope").textContent = `application ${app.name} (${app.id}) · ${access}`;
   }
 }
@@ -534,11 +522,11 @@ function signOut(message) {
   $("token").focus();
 }
 
-async function bulk(path, body, noun, button) {
+async function bulk(call, noun, button) {
   if (!confirm(`Replay every ${noun}? Each goes through the normal path again.`)) return;
   button.disabled = true;
   try {
-    const answer = await api("POST", path, body);
+    const answer = await call();
     $("error").textContent = "";
     $("refreshed").textContent = `replayed ${answer?.replayed?.length ?? 0}`;
   } catch (error) {
@@ -557,9 +545,9 @@ $("signout").addEventListener("click", () => signOut());
 $("application").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("dead", "delivery", "subscription", "catalogue"); refresh(); });
 $("refresh").addEventListener("click", () => refresh());
 $("delivery-status").addEventListener("change", () => { selectedDelivery = null; $("attempts").hidden = true; firstPage("delivery"); loadDeliveries().catch(showError); });
-$("dead-replay-all").addEventListener("click", (e) => bulk("/dead-letters/replay", { filter: isOperator() && $("application").value ? { applicationId: $("application").value } : {} }, "dead letter", e.currentTarget));
+$("dead-replay-all").addEventListener("click", (e) => bulk(() => api.replayDeadLetters({ filter: isOperator() && $("application").value ? { applicationId: $("application").value } : {} }), "dead letter", e.currentTarget));
 $("inbox-status").addEventListener("change", () => { firstPage("inbox"); loadInbox().catch(showError); });
-$("quarantine-replay-all").addEventListener("click", (e) => bulk("/inbox/replay", { status: "quarantined" }, "quarantined inbox entry", e.currentTarget));
+$("quarantine-replay-all").addEventListener("click", (e) => bulk(() => api.replayInbox({ status: "quarantined" }), "quarantined inbox entry", e.currentTarget));
 
 // Links may preselect the lists (`/admin?deliveries=delivered&inbox=any`, as the demo prints).
 for (const [param, select] of [["deliveries", "delivery-status"], ["inbox", "inbox-status"]]) {

@@ -1,7 +1,8 @@
 /**
- * The admin page's static files (index.html, app.js, app.css in this folder), read once and served
- * as strings. No build step: what is in the folder is what the browser gets (the cloud bundles
- * carry the same files' text, embedded by functions/build.ts: ./assetFiles.ts).
+ * The admin page's static files (index.html, app.js, app.css, client.js in this folder), read once
+ * and served as strings. No build step at serving: what is in the folder is what the browser gets
+ * (client.js is built by `npm run generate:client` and committed); the cloud bundles carry the
+ * same files' text, embedded by functions/build.ts (./assetFiles.ts).
  */
 import { readAssetFile } from "./assetFiles.js";
 
@@ -15,6 +16,8 @@ export const ADMIN_FILES: Record<string, string> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
+  // The page's API calls on the generated client, bundled (./buildClient.ts): app.js imports it.
+  "client.js": "text/javascript; charset=utf-8",
 };
 
 const cache = new Map<string, Promise<Asset>>();

@@ -5,7 +5,7 @@
  * `ApiError` whose message says what went wrong and what to do, never a stack trace.
  */
 import type { ClientPathsWithMethod, MaybeOptionalInit, MethodResponse } from "openapi-fetch";
-import { apiErrorOf, createWebhooksClient, type paths, type WebhooksClient } from "../client/index.js";
+import { apiErrorOf, createWebhooksClient, type BodyOf, type paths, type QueryOf, type WebhooksClient } from "../client/index.js";
 
 export class ApiError extends Error {
   override name = "ApiError";
@@ -52,13 +52,11 @@ export type ApiCall<M extends Method> = <P extends ClientPathsWithMethod<Webhook
 /** The 2xx data of an operation, by path and method: `ApiData<"/subscriptions/{id}", "get">`. */
 export type ApiData<P extends keyof paths, M extends Method = "get"> = P extends ClientPathsWithMethod<WebhooksClient, M> ? MethodResponse<WebhooksClient, M, P> : never;
 
-type Operation<P extends keyof paths, M extends Method> = paths[P] extends Record<M, infer O> ? O : never;
-
 /** The JSON body an operation takes: `ApiBody<"/subscriptions", "post">`. */
-export type ApiBody<P extends keyof paths, M extends Method> = Operation<P, M> extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+export type ApiBody<P extends keyof paths, M extends Method> = BodyOf<P, M>;
 
 /** The query an operation takes: `ApiQuery<"/deliveries">`. */
-export type ApiQuery<P extends keyof paths, M extends Method = "get"> = NonNullable<Operation<P, M> extends { parameters: { query?: infer Q } } ? Q : never>;
+export type ApiQuery<P extends keyof paths, M extends Method = "get"> = QueryOf<P, M>;
 
 export interface ApiClient {
   GET: ApiCall<"get">;

@@ -1,12 +1,14 @@
 /**
  * `npm run generate:client`: writes shared/client/schema.ts, the types of every operation of the
  * management API, from the OpenAPI document built in this process (./document.ts), with
- * openapi-typescript. The file is committed; test/operator/client.test.ts regenerates it and fails
- * when it differs, so a route changed without regenerating is caught.
+ * openapi-typescript; then shared/admin/client.js, the admin page's calls bundled with the client
+ * (shared/admin/buildClient.ts). Both are committed; test/operator/client.test.ts regenerates them
+ * and fails when they differ, so a route changed without regenerating is caught.
  */
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
+import { ADMIN_CLIENT_FILE, adminClientBundle } from "../admin/buildClient.js";
 import { managementDocument } from "./document.js";
 
 export const SCHEMA_FILE = fileURLToPath(new URL("./schema.ts", import.meta.url));
@@ -28,4 +30,6 @@ export async function generatedSchema(): Promise<string> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await writeFile(SCHEMA_FILE, await generatedSchema());
   console.log(`wrote ${SCHEMA_FILE}`);
+  await writeFile(ADMIN_CLIENT_FILE, await adminClientBundle());
+  console.log(`wrote ${ADMIN_CLIENT_FILE}`);
 }

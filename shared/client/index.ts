@@ -17,6 +17,20 @@ export type { components, operations, paths } from "./schema.js";
 /** openapi-fetch's client over this API's paths: `GET`, `POST`, `PATCH`, `DELETE`, … and `use`. */
 export type WebhooksClient = Client<paths>;
 
+type Method = "get" | "put" | "post" | "patch" | "delete";
+type Operation<P extends keyof paths, M extends Method> = paths[P] extends Record<M, infer O> ? O : never;
+
+/** The JSON body an operation takes: `BodyOf<"/subscriptions", "post">`. */
+export type BodyOf<P extends keyof paths, M extends Method> = Operation<P, M> extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+
+/** The query parameters an operation takes: `QueryOf<"/deliveries">`. */
+export type QueryOf<P extends keyof paths, M extends Method = "get"> = NonNullable<Operation<P, M> extends { parameters: { query?: infer Q } } ? Q : never>;
+
+/** The JSON an operation answers with on success: `DataOf<"/subscriptions/{id}">`. */
+export type DataOf<P extends keyof paths, M extends Method = "get"> = Operation<P, M> extends { responses: infer R }
+  ? { [S in keyof R]: S extends 200 | 201 | 202 ? (R[S] extends { content: { "application/json": infer D } } ? D : never) : never }[keyof R]
+  : never;
+
 export interface WebhooksClientOptions extends Omit<ClientOptions, "baseUrl"> {
   /**
    * Where the API is: `http://127.0.0.1:8080` locally, a cloud stack's management URL, or a path

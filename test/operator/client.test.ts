@@ -2,7 +2,8 @@
  * Issue 32 must-show 3: the typed client (shared/client/) is the API's. Its committed types are
  * what openapi-typescript makes of the document the platform serves, regenerated here and
  * compared, so a route, a parameter or a field changed without `npm run generate:client` fails
- * this test (and, through the types, `tsc` wherever the CLI or the admin page calls it). The
+ * this test (and, through the types, `tsc` wherever the CLI or the admin page's client.ts calls
+ * it); the admin page's bundle of those calls (client.js) is rebuilt and compared too. The
  * package, packed as `npm pack` packs it, is then used as a consumer would against a running
  * platform.
  *
@@ -17,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { managementDocument } from "../../shared/client/document.js";
+import { ADMIN_CLIENT_FILE, adminClientBundle } from "../../shared/admin/buildClient.js";
 import { generatedSchema, REGENERATE_COMMAND, SCHEMA_FILE } from "../../shared/client/generate.js";
 import { openTestDatabase } from "../support/databases.js";
 import { startTestPlatform, type TestPlatform } from "./harness.js";
@@ -58,6 +60,18 @@ describe("the typed client", () => {
     const generated = await generatedSchema();
     const same = committed === generated;
     expect(same, same ? "" : `shared/client/schema.ts differs from what the API's OpenAPI document generates (${firstDifference(committed, generated)}). Run \`${REGENERATE_COMMAND}\` and commit shared/client/schema.ts.`).toBe(true);
+  }, 60_000);
+
+  it(`the admin page's client.js is client.ts built as it is now (else: run \`${REGENERATE_COMMAND}\` and commit shared/admin/client.js)`, async () => {
+    const committed = readFileSync(ADMIN_CLIENT_FILE, "utf8");
+    const built = await adminClientBundle();
+    const same = committed === built;
+    expect(same, same ? "" : `shared/admin/client.js differs from a fresh build of shared/admin/client.ts (${firstDifference(committed, built)}). Run \`${REGENERATE_COMMAND}\` and commit shared/admin/client.js.`).toBe(true);
+    // And the page serves it: app.js imports it, from the same folder.
+    const served = await fetch(`${t.baseUrl}/admin/client.js`);
+    expect(served.headers.get("content-type")).toContain("text/javascript");
+    expect(await served.text()).toBe(committed);
+    expect(await (await fetch(`${t.baseUrl}/admin/app.js`)).text()).toContain('from "./client.js"');
   }, 60_000);
 
   it("notices a document that changed: an operation added to it is missing from the committed types", async () => {
