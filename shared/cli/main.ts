@@ -20,6 +20,7 @@ import { subscriptionsCreate, subscriptionsEnable, subscriptionsGet, subscriptio
 import { didYouMean } from "./suggest.js";
 import { VERSION } from "../version.js";
 import { applicationsCreate, applicationsDelete, applicationsList, audit, keysCreate, keysList, keysRevoke } from "./commands/tenancy.js";
+import { portalLink, portalLinks, portalRevoke, portalSettings } from "./commands/portal.js";
 
 export const COMMANDS: Command[] = [
   dlqList, dlqReplay, inboxList, inboxReplay, forwardingGet, forwardingAdd, forwardingUpdate, forwardingRemove, eventsSend, eventsList, eventsGet, eventsResend,
@@ -28,6 +29,7 @@ export const COMMANDS: Command[] = [
   subscriptionsRotateSecret, subscriptionsPublicKeys, listen,
   eventTypesList, eventTypesGet, eventTypesCreate, eventTypesUpdate, eventTypesDelete, eventTypesImport,
   applicationsCreate, applicationsList, applicationsDelete, keysCreate, keysList, keysRevoke, audit,
+  portalLink, portalLinks, portalRevoke, portalSettings,
   synth, deploy, compare,
 ];
 
