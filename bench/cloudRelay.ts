@@ -24,7 +24,8 @@
  *   npm run bench:cloudrelay
  *   env: BENCH_CLOUDRELAY_EVENTS (3000), BENCH_CLOUDRELAY_ROUNDS (3), BENCH_CLOUDRELAY_MODES (listening,scheduled),
  *        BENCH_CLOUDRELAY_ONLY=aws|gcp|azure|unlimited (one profile), BENCH_CLOUDRELAY_RESULTS (the file; "" writes none),
- *        BENCH_CLOUDRELAY_NODE_OPTIONS (replaces the stack's NODE_OPTIONS, a diagnostic)
+ *        BENCH_CLOUDRELAY_NODE_OPTIONS (replaces the stack's NODE_OPTIONS, a diagnostic: "--cpu-prof --cpu-prof-dir=/tmp/p"),
+ *        BENCH_CLOUDRELAY_COMMIT (the commit measured, for a run from an exported tree)
  * Needs the PostgreSQL 15 binaries (/usr/lib/postgresql/15/bin), root for the CPU quota, and Node 22 from the npm registry.
  */
 import { execFileSync } from "node:child_process";
@@ -196,6 +197,22 @@ function profileOf(p: Profile, mode: RelayMode, runs: Run[]): RelayProfile | und
 }
 const round = (x: number, digits: number) => Number(x.toFixed(digits));
 
+/**
+ * The commit measured: BENCH_CLOUDRELAY_COMMIT when set (a run from an exported tree, e.g.
+ * `git archive HEAD`, so that other uncommitted work is not measured), else this checkout's HEAD,
+ * marked `+changes` when shared/ or functions/ differ from it.
+ */
+function commitOf(): string {
+  if (process.env.BENCH_CLOUDRELAY_COMMIT) return process.env.BENCH_CLOUDRELAY_COMMIT;
+  try {
+    const sha = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "shared", "functions"], { cwd: root, encoding: "utf8" }).trim() !== "";
+    return `${sha}${dirty ? "+changes" : ""}`;
+  } catch {
+    return "unknown (not a git checkout; set BENCH_CLOUDRELAY_COMMIT)";
+  }
+}
+
 async function main(): Promise<void> {
   const missing = tlsPostgresUnavailable();
   if (missing) throw new Error(`${missing}: the bench needs a TLS PostgreSQL like the clouds' (the wiring harness's).`);
@@ -260,11 +277,10 @@ async function main(): Promise<void> {
     console.log(`\nno results file written (${!RESULTS ? "BENCH_CLOUDRELAY_RESULTS is empty" : noQuota ? "no CPU quota" : "BENCH_CLOUDRELAY_ONLY ran one profile"}).`);
     return;
   }
-  const dirty = execFileSync("git", ["status", "--porcelain", "--", "shared", "functions"], { cwd: root, encoding: "utf8" }).trim() !== "";
   const results: RelayMeasurements & { "//": string; runs: Run[]; command: string; database: string } = {
     "//": "Written by `npm run bench:cloudrelay` (bench/cloudRelay.ts); read by `npm run compare` (stacks/relayMeasured.ts) for the relay's cost per delivery and capacity. Rerun the bench to update it, do not edit by hand.",
     measuredAt: new Date().toISOString(),
-    commit: `${execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim()}${dirty ? "+changes" : ""}`,
+    commit: commitOf(),
     machine: {
       cpus: availableParallelism(), model: cpus()[0]?.model ?? "?", loadAverage: [round(startLoad[0]!, 1), round(endLoad[0]!, 1)],
       note: "a shared 2-core machine (other sessions' work ran beside the bench); each cloud's relay held to its CPU share by a Linux CFS quota",

@@ -17,6 +17,9 @@ if (!existsSync(file)) throw new Error(`cloudRelayDriver: ${file} does not exist
 const { handler } = await import(pathToFileURL(file).href);
 if (typeof handler !== "function") throw new Error(`cloudRelayDriver: ${file} exports no handler`);
 
+// A clean exit on the bench's SIGTERM, so --cpu-prof (BENCH_CLOUDRELAY_NODE_OPTIONS) writes its profile.
+process.on("SIGTERM", () => process.exit(0));
+
 let deadline = 0;
 let requests = 0;
 serve(async (kind) => {

@@ -67,6 +67,12 @@ const benches: { script: string; env: Record<string, string>; table: RegExp[] }[
     env: { BENCH_FUNCTIONS_RUNS: "1", BENCH_FUNCTIONS_ONLY: "aws/relay" },
     table: [/^\| aws\/relay +\|/m, /^\|-+\|/m],
   },
+  {
+    // One profile (AWS, under its CPU quota), scheduled mode only; no results file (the committed one stays as measured).
+    script: "bench:cloudrelay",
+    env: { BENCH_CLOUDRELAY_EVENTS: "30", BENCH_CLOUDRELAY_ROUNDS: "1", BENCH_CLOUDRELAY_MODES: "scheduled", BENCH_CLOUDRELAY_ONLY: "aws", BENCH_CLOUDRELAY_RESULTS: "" },
+    table: [RULE, /^aws: memory_size \d+ MB \/ 1769 MB per vCPU +scheduled/m, /no results file written/],
+  },
 ];
 
 describe("the benchmarks the README quotes", () => {
