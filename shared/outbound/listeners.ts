@@ -266,10 +266,18 @@ const CLAIM_FOR_LISTENER = `WITH listener AS (
    JOIN outbound_subscriptions s ON s.id = c.subscription_id
    ORDER BY c.id`;
 
-/** Whether the listener is alive (for a pull that found nothing: gone, or nothing due). */
-async function isAlive(q: Queryable, subscriptionId: string, listenerId: string): Promise<boolean> {
-  const { rows } = await q.query(`SELECT 1 FROM outbound_listeners WHERE id = $1::uuid AND subscription_id = $2 AND expires_at > now()`, [listenerId, subscriptionId]);
-  return rows.length > 0;
+/**
+ * Why a pull found nothing: nothing due (resolves), the listener gone (ListenerGoneError), or its
+ * subscription deleted meanwhile (NotFoundError: listening again cannot help).
+ */
+async function mustBeListening(q: Queryable, subscriptionId: string, listenerId: string): Promise<void> {
+  const { rows } = await q.query<{ alive: boolean; deleted: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM outbound_listeners WHERE id = $1::uuid AND subscription_id = $2 AND expires_at > now()) AS alive,
+            NOT EXISTS (SELECT 1 FROM outbound_subscriptions WHERE id = $2 AND deleted_at IS NULL) AS deleted`,
+    [listenerId, subscriptionId],
+  );
+  if (rows[0]!.deleted) throw new NotFoundError("subscription", subscriptionId);
+  if (!rows[0]!.alive) throw new ListenerGoneError(listenerId);
 }
 
 function claimedOf(row: ListenerClaimRow, listenerId: string): ClaimedDelivery {
@@ -297,7 +305,7 @@ export async function claimForListener(db: Database, subscriptionId: string, lis
   const n = Math.max(1, Math.min(MAX_LISTENER_BATCH, Math.floor(limit)));
   const { rows } = await db.query<ListenerClaimRow>(CLAIM_FOR_LISTENER, [listenerId, subscriptionId, n]);
   if (rows.length === 0) {
-    if (!(await isAlive(db, subscriptionId, listenerId))) throw new ListenerGoneError(listenerId);
+    await mustBeListening(db, subscriptionId, listenerId);
     return [];
   }
   const out: ListenedDelivery[] = [];

@@ -154,7 +154,7 @@ describeEachBackend("webhooks listen", (ctx) => {
     await until("D delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(d)}`)).status === "delivered");
   }, 240_000);
 
-  it("errors clearly: the platform unreachable, a key without write access, no such subscription", async () => {
+  it("errors clearly: the platform unreachable, a key without write access, no such subscription, the subscription deleted meanwhile", async () => {
     const away = startListen({ ...t, baseUrl: "http://127.0.0.1:9" }, [subscriptionId, "--forward-to", local.url]);
     expect(await away.exited).toBe(1);
     expect(away.err()).toContain("Could not reach the platform at http://127.0.0.1:9");
@@ -167,6 +167,14 @@ describeEachBackend("webhooks listen", (ctx) => {
     const missing = startListen(t, ["sub_nope", "--forward-to", local.url]);
     expect(await missing.exited).toBe(1);
     expect(missing.err()).toContain("404");
+
+    // The subscription deleted while it listens: it stops with the reason, not listening to nothing forever.
+    const doomed = await t.api("POST", "/subscriptions", { url: endpoint.url, eventTypes: ["doomed.*"] });
+    const orphan = startListen(t, [doomed.id, "--forward-to", local.url]);
+    await until("the listener attached", () => orphan.err().includes(`Listening to ${doomed.id}`));
+    await t.api("DELETE", `/subscriptions/${doomed.id}`);
+    expect(await orphan.exited).toBe(1);
+    expect(orphan.err()).toContain(`404 not_found: No subscription with id "${doomed.id}"`);
 
     const usage = startListen(t, [subscriptionId]);
     expect(await usage.exited).toBe(2);
