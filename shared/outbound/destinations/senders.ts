@@ -5,7 +5,9 @@
  * attempt log, in-flight limits and adaptive concurrency apply unchanged.
  *
  * - Configuration: read per subscription (its `destination` column) and kept CONFIG_TTL_MS, as
- *   endpoint auth is; its credentials decrypted only here. One that does not decrypt here (a key
+ *   endpoint auth is, read again at once when the claim's url describes another destination or a
+ *   send failed (sent again when it changed meanwhile: a correction or rotation loses nothing to
+ *   the old one); its credentials decrypted only here. One that does not decrypt here (a key
  *   missing from ENCRYPTION_KEYS) makes the attempt retryable, as an unreadable signing secret
  *   does: not the destination's fault.
  * - Clients: one per destination configuration (subscription + version), opened on first use and
@@ -23,7 +25,7 @@ import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
 import { signatureHeader } from "../signature.js";
 import type { DeliveryOutcome, DeliveryRequest } from "../transport.js";
 import { classifyAmqpError, classifyAwsError, classifyGrpcError, classifyServiceBusError } from "./classify.js";
-import { openDestination, type OpenDestination, type QueueDestinationKind, type StoredDestination } from "./config.js";
+import { describeDestination, openDestination, type OpenDestination, type QueueDestinationKind, type StoredDestination } from "./config.js";
 import { DestinationSendError, eventTypeOf, type DestinationClient, type DestinationMessage, type SendFailure } from "./message.js";
 
 /** How long a relay uses a subscription's destination configuration before reading it again. */
@@ -81,9 +83,10 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
   /** `<subscription>:<version>` → its client (being opened: the promise). Map order = least recently used first. */
   const clients = new Map<string, Promise<Opened>>();
 
-  const configOf = async (id: string): Promise<StoredDestination | null> => {
+  /** The subscription's stored destination, cached CONFIG_TTL_MS unless `fresh`. */
+  const configOf = async (id: string, fresh = false): Promise<StoredDestination | null> => {
     const cached = configs.get(id);
-    if (cached && performance.now() - cached.readAt < CONFIG_TTL_MS) return cached.destination;
+    if (!fresh && cached && performance.now() - cached.readAt < CONFIG_TTL_MS) return cached.destination;
     const destination = (await db.query<{ destination: StoredDestination | null }>("SELECT destination FROM outbound_subscriptions WHERE id = $1", [id])).rows[0]?.destination ?? null;
     if (configs.size > 10_000) configs.clear();
     configs.set(id, { destination, readAt: performance.now() });
@@ -125,10 +128,52 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
     retryAfterSeconds: failure?.retryAfterSeconds ?? null,
   });
 
+  /** One send of `req` with the configuration `stored`: null when the service took it, else why not. */
+  const sendWith = async (id: string, stored: StoredDestination, req: DeliveryRequest, orderingKey: string | null): Promise<SendFailure | null> => {
+    let signature: string;
+    try {
+      signature = signatureHeader(req.secrets, req.webhookId, req.timestamp, req.body);
+    } catch (error) {
+      return { result: "permanent", errorClass: "invalid_request", detail: (error as Error).message };
+    }
+    const message: DestinationMessage = {
+      webhookId: req.webhookId,
+      body: req.body,
+      // Ours win over custom ones, as on HTTP.
+      attributes: { ...req.headers, "content-type": CONTENT_TYPE, "webhook-id": req.webhookId, "webhook-timestamp": String(req.timestamp), "webhook-signature": signature },
+      orderingKey,
+      eventType: stored.kind === "eventbridge" && stored.detailType === null ? eventTypeOf(req.body) : null,
+    };
+    let client: Opened;
+    try {
+      client = await clientFor(id, stored);
+    } catch (error) {
+      if (isUnreadableSecretError(error)) return { result: "retryable", errorClass: "destination_secret_unreadable", detail: (error as Error).message };
+      // The SDK refused the settings, or could not connect (RabbitMQ connects on open).
+      return CLASSIFY[stored.kind](error);
+    }
+    const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(Object.assign(new Error(`no answer from the ${stored.kind} destination within ${deadline} ms`), { name: "AttemptTimeout" })), deadline);
+    try {
+      await Promise.race([
+        client.send(message, abort.signal),
+        new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true })),
+      ]);
+      return null;
+    } catch (error) {
+      return error instanceof DestinationSendError ? error.failure : client.classify(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
   return {
     async deliver(id, req, { orderingKey = null, subscriptionUrl } = {}) {
       const started = performance.now();
-      const stored = await configOf(id);
+      let stored = await configOf(id);
+      // The claim read the subscription's url just now: a cached configuration describing another is stale.
+      if (stored && subscriptionUrl === undefined && describeDestination(stored) !== req.url) stored = await configOf(id, true);
       if (!stored) {
         // The subscription went back to http (or was deleted) since the claim read its url.
         return outcome(started, { result: "retryable", errorClass: "destination_changed", detail: "the subscription's destination changed during the attempt; sent again with the new one" });
@@ -137,42 +182,14 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
         // Only a transformation gives another url; a queue destination is not redirected.
         return outcome(started, { result: "permanent", errorClass: "transformation_failed", detail: `returned a url (${req.url.slice(0, 200)}); the subscription delivers to its ${stored.kind} destination, which a transformation cannot change (return body and headers only)` });
       }
-      let signature: string;
-      try {
-        signature = signatureHeader(req.secrets, req.webhookId, req.timestamp, req.body);
-      } catch (error) {
-        return outcome(started, { result: "permanent", errorClass: "invalid_request", detail: (error as Error).message });
+      let failure = await sendWith(id, stored, req, orderingKey);
+      if (failure) {
+        // Corrected or rotated since it was read (a replay right after fixing the queue's name or a
+        // key): sent again with the new configuration, as endpoint auth does with new credentials.
+        const current = await configOf(id, true).catch(() => stored);
+        if (current && current.version !== stored.version) failure = await sendWith(id, current, req, orderingKey);
       }
-      const message: DestinationMessage = {
-        webhookId: req.webhookId,
-        body: req.body,
-        // Ours win over custom ones, as on HTTP.
-        attributes: { ...req.headers, "content-type": CONTENT_TYPE, "webhook-id": req.webhookId, "webhook-timestamp": String(req.timestamp), "webhook-signature": signature },
-        orderingKey,
-        eventType: stored.kind === "eventbridge" && stored.detailType === null ? eventTypeOf(req.body) : null,
-      };
-      let client: Opened;
-      try {
-        client = await clientFor(id, stored);
-      } catch (error) {
-        if (isUnreadableSecretError(error)) return outcome(started, { result: "retryable", errorClass: "destination_secret_unreadable", detail: (error as Error).message });
-        // The SDK refused the settings, or could not connect (RabbitMQ connects on open).
-        return outcome(started, CLASSIFY[stored.kind](error));
-      }
-      const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(Object.assign(new Error(`no answer from the ${stored.kind} destination within ${deadline} ms`), { name: "AttemptTimeout" })), deadline);
-      try {
-        await Promise.race([
-          client.send(message, abort.signal),
-          new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true })),
-        ]);
-        return outcome(started, null);
-      } catch (error) {
-        return outcome(started, error instanceof DestinationSendError ? error.failure : client.classify(error));
-      } finally {
-        clearTimeout(timer);
-      }
+      return outcome(started, failure);
     },
     async close() {
       // The relay calls it after its attempts finished; a later attempt (a restarted relay) opens new clients.
