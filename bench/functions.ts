@@ -29,6 +29,13 @@
  *                                # from `source .ci/services.sh && start_services`
  *   BENCH_FUNCTIONS_BASELINE=f89e08c npm run bench:functions
  *   BENCH_FUNCTIONS_ONLY=gcp/ingest npm run bench:functions    # the rows whose label contains it
+ *   BENCH_FUNCTIONS_TELEMETRY=1 npm run bench:functions        # each row again with OpenTelemetry on
+ * With BENCH_FUNCTIONS_TELEMETRY=1 every row has a twin, "<row> +otel", whose environment turns the
+ * SDK on as the stacks do (functions/telemetry.ts): spans by OTLP/HTTP (protobuf) to a local
+ * OtlpTestPeer, metrics by OTLP too (AWS: as EMF lines on stdout, the stack's setting; Azure:
+ * Application Insights' exporter, the stack's, sending to the peer, which refuses it: loading and
+ * one failed send are measured; GCP: plain OTLP, as the Telemetry API's token cannot be had
+ * here), all flushed before the first event's answer: what configuring telemetry adds to a cold start.
  * Targets: what a bundle loads at import < 1 MiB, all its chunks < 4 MiB (test/functions/bundles.test.ts);
  * first event < 1 s.
  */
@@ -57,6 +64,7 @@ import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { useThrowawayEncryptionKey } from "./throwawayKey.js";
 import { runBench } from "./runBench.js";
+import { startOtlpTestPeer } from "../test/support/otlpTestPeer.js";
 
 const ENCRYPTION_KEYS = useThrowawayEncryptionKey();
 
@@ -224,8 +232,17 @@ async function main(): Promise<void> {
   const claimChecks = { MAX_INBOUND_BODY_BYTES: String(16 * 1024 * 1024) };
   // BENCH_FUNCTIONS_ONLY=<text>: only the rows whose label contains it (e.g. "gcp/ingest").
   const only = process.env.BENCH_FUNCTIONS_ONLY;
+  const otlp = process.env.BENCH_FUNCTIONS_TELEMETRY ? await startOtlpTestPeer() : undefined;
+  const otel = (cloud: BuiltFunction["cloud"]): Record<string, string> => ({
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp!.url, OTEL_SERVICE_NAME: `bench-${cloud}`, OTEL_METRIC_EXPORT_INTERVAL: "100",
+    ...(cloud === "aws" ? { OTEL_METRICS_EXPORTER: "awsemf" } : {}),
+    // Azure: the stack's exporter (Application Insights'), its ingestion endpoint the peer (which
+    // answers 404 to its /v2.1/track: the load and one failed send are measured, not a success).
+    ...(cloud === "azure" ? { OTEL_TRACES_EXPORTER: "azure_monitor", OTEL_METRICS_EXPORTER: "azure_monitor", APPLICATIONINSIGHTS_CONNECTION_STRING: `InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=${otlp!.url}/` } : {}),
+  });
   const cases: Case[] = variants.at(-1)!.flatMap((f): Case[] => [
     { cloud: f.cloud, name: f.name, claimCheck: false, label: `${f.cloud}/${f.name}` },
+    ...(otlp ? [{ cloud: f.cloud, name: f.name, claimCheck: false, label: `${f.cloud}/${f.name} +otel`, env: otel(f.cloud) }] : []),
     ...(f.name === "ingest" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: `${f.cloud}/ingest (claim-check)` }] : []),
     ...(f.name === "ingest" && f.cloud === "azure" ? [{ cloud: f.cloud, name: f.name, claimCheck: true, label: "azure/ingest (claim-check, managed identity)", env: managedIdentity }] : []),
   ]);
@@ -283,6 +300,7 @@ async function main(): Promise<void> {
     await identity.close();
     await rm(certDir, { recursive: true, force: true });
     await gcs.close();
+    await otlp?.close();
     await receiver.close();
     await db.close();
     await database.drop();
@@ -315,6 +333,7 @@ async function main(): Promise<void> {
   for (const l of lines) console.log(fmt(l));
   const ref = ["reference: pg only", "-", "-", median(reference.map((r) => r.importMs)).toFixed(0), median(reference.map((r) => r.firstEventMs)).toFixed(0), ...(both ? ["-"] : []), "SELECT 1", "import pg; connect; SELECT 1"];
   console.log(fmt(ref));
+  if (otlp) console.log(`\nOpenTelemetry on (+otel rows): the test peer received ${otlp.spans.length} spans and ${otlp.metrics.length} metric points.`);
   console.log(`\nload average (1 min) ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after, on ${cpus().length} CPUs: compare the functions with the reference row of the same run.`);
   console.log("\n! = over target. GCP bundles leave the Functions Framework (and nothing else) to the buildpack's npm install (see functions/build.ts); their import time includes loading it.");
   console.log("\nLargest packages per bundle (KiB, from the esbuild metafile; this checkout's build):");

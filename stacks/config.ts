@@ -106,6 +106,17 @@ export const stackConfigSchema = z.object({
    */
   alertWebhookUrl: z.url({ protocol: /^https$/, error: "an https:// URL" }).optional(),
   /**
+   * The functions' traces and metrics, sent to the cloud's own service with no collector (AWS:
+   * X-Ray's OTLP endpoint and CloudWatch metrics by EMF; Azure: Application Insights; GCP: the
+   * Telemetry API, into Cloud Trace and Cloud Monitoring), which the stack's dashboard and alarms
+   * read (docs/operations.md, "In the clouds"). Off: no SDK is loaded, and the dashboard stays empty. Default: true.
+   */
+  telemetry: bool.default(true),
+  /** Share of new traces kept (OTEL_TRACES_SAMPLER parentbased_traceidratio), 0..1; metrics count everything. Default: 1. */
+  traceSampleRatio: z.coerce.number().min(0).max(1).default(1),
+  /** The queue-lag alarm fires when the oldest due delivery has waited this many seconds. Default: 300. */
+  queueLagAlarmSeconds: int(30, 86_400).default(300),
+  /**
    * GCP: requests one processor instance serves at once (Cloud Run `max_instance_request_concurrency`);
    * its database pool has as many connections. 1..20 (the pool's limit). Default: 10.
    */

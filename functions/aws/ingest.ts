@@ -9,6 +9,8 @@ import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
 import { queueAndClaimChecks } from "./clients.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
+import { withTelemetry } from "../telemetry.js";
+import { AWS_TELEMETRY } from "./telemetry.js";
 
 type ProxyEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
 
@@ -46,4 +48,4 @@ export async function handleIngest(runtime: AwsRuntime, event: ProxyEvent): Prom
   return { statusCode: answer.status, headers: answer.headers, body: JSON.stringify(answer.body) };
 }
 
-export const handler = (event: ProxyEvent): Promise<APIGatewayProxyResult> => handleIngest(awsRuntime(queueAndClaimChecks), event);
+export const handler = withTelemetry(AWS_TELEMETRY, (event: ProxyEvent): Promise<APIGatewayProxyResult> => handleIngest(awsRuntime(queueAndClaimChecks), event));

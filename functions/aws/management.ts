@@ -13,6 +13,8 @@ import { invalidSettings, managementHostFor, type ManagementHost } from "../../s
 import { serializeResponse, type RawRequest, type RequestHeaders } from "../../shared/server/core.js";
 import { wakeOnFirstUse } from "../../shared/cloud/relayWake.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
+import { withTelemetry } from "../telemetry.js";
+import { AWS_TELEMETRY } from "./telemetry.js";
 
 type ProxyEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
 
@@ -87,7 +89,7 @@ export async function handleManagement(runtime: AwsRuntime, event: ProxyEvent): 
   return resultOf(request.method, await host.handle(request));
 }
 
-export const handler = async (event: ProxyEvent): Promise<APIGatewayProxyResult> => {
+export const handler = withTelemetry(AWS_TELEMETRY, async (event: ProxyEvent): Promise<APIGatewayProxyResult> => {
   let runtime: AwsRuntime;
   try {
     runtime = awsRuntime();
@@ -95,4 +97,4 @@ export const handler = async (event: ProxyEvent): Promise<APIGatewayProxyResult>
     return resultOf("GET", invalidSettings(error));
   }
   return handleManagement(runtime, event);
-};
+});

@@ -19,6 +19,8 @@ import { handleSqsEvent } from "../../shared/queue/triggers/sqs.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
 import { queueAndClaimChecks } from "./clients.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
+import { withTelemetry } from "../telemetry.js";
+import { AWS_TELEMETRY } from "./telemetry.js";
 
 /** SQS's longest `DelaySeconds` on a send. */
 export const MAX_SEND_DELAY_SECONDS = 900;
@@ -74,4 +76,4 @@ export async function handleProcessor(runtime: AwsRuntime, event: SQSEvent): Pro
   });
 }
 
-export const handler = (event: SQSEvent): Promise<SQSBatchResponse> => handleProcessor(awsRuntime(queueAndClaimChecks), event);
+export const handler = withTelemetry(AWS_TELEMETRY, (event: SQSEvent): Promise<SQSBatchResponse> => handleProcessor(awsRuntime(queueAndClaimChecks), event));

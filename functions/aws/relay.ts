@@ -8,14 +8,17 @@ import type { Context } from "aws-lambda";
 import type { DrainSummary } from "../../shared/cloud/drainOutbox.js";
 import { runScheduledRelay } from "../../shared/cloud/relay.js";
 import { awsRuntime, type AwsRuntime } from "./runtime.js";
+import { observeGauges, withTelemetry } from "../telemetry.js";
+import { AWS_TELEMETRY } from "./telemetry.js";
 
 export async function handleRelay(runtime: AwsRuntime, remainingMs: () => number, event?: unknown): Promise<DrainSummary> {
   const db = await runtime.database();
+  await observeGauges(AWS_TELEMETRY, db);
   return runScheduledRelay(db, await runtime.relayTuning(), runtime.logger, remainingMs, { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken: isWakeUp(event) });
 }
 
 /** The management function's wake-up (functions/aws/wakeRelay.ts) sends `{"wake": true}`; the schedule sends `{}`. */
 export const isWakeUp = (event: unknown): boolean => typeof event === "object" && event !== null && (event as { wake?: unknown }).wake === true;
 
-export const handler = (event: unknown, context: Context): Promise<DrainSummary> =>
-  handleRelay(awsRuntime(), () => context.getRemainingTimeInMillis(), event);
+export const handler = withTelemetry(AWS_TELEMETRY, (event: unknown, context: Context): Promise<DrainSummary> =>
+  handleRelay(awsRuntime(), () => context.getRemainingTimeInMillis(), event));

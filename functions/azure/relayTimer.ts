@@ -7,6 +7,8 @@ import type { Timer } from "@azure/functions";
 import type { DrainSummary } from "../../shared/cloud/drainOutbox.js";
 import { runScheduledRelay } from "../../shared/cloud/relay.js";
 import type { AzureRuntime } from "./runtime.js";
+import { observeGauges } from "../telemetry.js";
+import { AZURE_TELEMETRY } from "./telemetry.js";
 
 /**
  * Timer trigger: the alert scan (alerts go to ALERT_WEBHOOK_URL when the stack sets it), then
@@ -14,7 +16,9 @@ import type { AzureRuntime } from "./runtime.js";
  */
 export async function relayTimer(runtime: AzureRuntime, _timer: Timer, budgetSeconds = runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS, woken = false): Promise<DrainSummary> {
   const deadline = Date.now() + budgetSeconds * 1000;
-  return runScheduledRelay(await runtime.database(), runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken });
+  const db = await runtime.database();
+  await observeGauges(AZURE_TELEMETRY, db);
+  return runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken });
 }
 
 /**
@@ -36,5 +40,7 @@ export async function relayOffsetTimer(runtime: AzureRuntime, timer: Timer): Pro
  */
 export async function relayWoken(runtime: AzureRuntime): Promise<DrainSummary> {
   const deadline = Date.now() + runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS * 1000;
-  return runScheduledRelay(await runtime.database(), runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken: true });
+  const db = await runtime.database();
+  await observeGauges(AZURE_TELEMETRY, db);
+  return runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken: true });
 }

@@ -13,6 +13,8 @@ import type { HeaderBag } from "../../shared/inbound/verify/index.js";
 import type { ReceivedMessage } from "../../shared/queue/port.js";
 import { handlePubSubPush } from "../../shared/queue/triggers/pubsub.js";
 import type { GcpRuntime } from "./runtime.js";
+import { observeGauges } from "../telemetry.js";
+import { GCP_TELEMETRY } from "./telemetry.js";
 
 function sendJson(res: Response, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.status(status).set({ "content-type": "application/json; charset=utf-8", ...headers }).send(JSON.stringify(body));
@@ -112,6 +114,7 @@ export function isWakeUp(body: unknown): boolean {
 export async function relayHttp(runtime: GcpRuntime, req: Request, res: Response): Promise<void> {
   const deadline = Date.now() + runtime.settings.WEBHOOKS_RELAY_BUDGET_SECONDS * 1000;
   const db = await runtime.database();
+  await observeGauges(GCP_TELEMETRY, db);
   const woken = isWakeUp(req.body);
   sendJson(res, 200, await runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken }));
 }

@@ -2,8 +2,10 @@ import { http } from "@google-cloud/functions-framework";
 import { relayHttp } from "./handlers.js";
 import { gcpRuntime } from "./runtime.js";
 import { runAsProduction } from "./production.js";
+import { withTelemetry } from "../telemetry.js";
+import { GCP_TELEMETRY } from "./telemetry.js";
 
 // Before the framework makes its Express app: its own error pages carry no stack trace (production.ts).
 runAsProduction();
 
-http("relay", (req, res) => relayHttp(gcpRuntime(), req, res));
+http("relay", withTelemetry(GCP_TELEMETRY, (req, res) => relayHttp(gcpRuntime(), req, res)));

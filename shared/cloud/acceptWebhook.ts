@@ -11,7 +11,8 @@ import type { QueueAdapter } from "../queue/port.js";
 import { messageBytes } from "../queue/validate.js";
 import { claimCheckMessage, inlineMessage } from "./inboundMessage.js";
 import { failuresOf } from "../telemetry/repeatedFailures.js";
-import { activeTraceparent, validTraceparent } from "../telemetry/telemetry.js";
+import { activeTraceparent, recordInboxReceived, setSpanAttributes, validTraceparent, withSpan } from "../telemetry/telemetry.js";
+import { SPANS } from "../telemetry/names.js";
 
 /** Where a verified event goes: the queue, and where payloads above its limit go (without one, 413). */
 export interface AcceptTargets {
@@ -51,8 +52,24 @@ function refuse(status: number, code: string, message: string, extra: Record<str
   return { status, headers: { ...JSON_HEADERS, ...extra }, body: { error: { code, message } } };
 }
 
-/** Never throws: every outcome is an HTTP answer. */
+/**
+ * Never throws: every outcome is an HTTP answer. In a span `webhooks.inbox.ingest` (a server span,
+ * as the local platform's), the host SDK's span's child when one traces the request, else the
+ * continuation of the sender's `traceparent`; counted in `webhooks.inbox.received`.
+ * Without an SDK both are no-ops.
+ */
 export async function acceptWebhook(deps: AcceptDeps, partnerName: string, headers: HeaderBag, rawBody: Buffer): Promise<AcceptResponse> {
+  const sender = activeTraceparent() ? null : validTraceparent(headers.traceparent);
+  return withSpan(SPANS.inboxIngest, { "http.request.method": "POST", "http.route": "/webhooks/:partner", "webhooks.partner": partnerName.slice(0, 40) }, async (span) => {
+    const answer = await accept(deps, partnerName, headers, rawBody);
+    const outcome = answer.status >= 200 && answer.status < 300 ? "accepted" : "rejected";
+    setSpanAttributes(span, { "http.response.status_code": answer.status, "webhooks.outcome": outcome });
+    recordInboxReceived(partnerName, outcome);
+    return answer;
+  }, sender);
+}
+
+async function accept(deps: AcceptDeps, partnerName: string, headers: HeaderBag, rawBody: Buffer): Promise<AcceptResponse> {
   const now = deps.now?.() ?? new Date();
   const screened = screenInbound(deps.partners, deps.maxBodyBytes, partnerName, headers, rawBody, now);
   if (!screened.ok) return refuse(screened.status, screened.code, screened.message);

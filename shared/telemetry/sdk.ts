@@ -17,6 +17,8 @@
  * await telemetry?.shutdown(); // flushes what is buffered
  */
 import { context, diag, metrics, propagation, trace } from "@opentelemetry/api";
+import type { PushMetricExporter } from "@opentelemetry/sdk-metrics";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { VERSION } from "../version.js";
 import { telemetrySettings, type OtlpProtocol, type TelemetrySettings } from "./settings.js";
 
@@ -26,6 +28,8 @@ export interface Telemetry {
   readonly prometheus?: () => Promise<string>;
   /** Sends what is buffered now (spans waiting for their batch, the metrics of the current interval). */
   flush(): Promise<void>;
+  /** Sends the spans waiting for their batch, not the metrics (a cloud function's end of invocation). */
+  flushSpans(): Promise<void>;
   /** Flushes buffered spans and metrics, stops the readers and uninstalls the global providers. */
   shutdown(): Promise<void>;
 }
@@ -34,6 +38,30 @@ export interface Telemetry {
 export const DEFAULT_SERVICE_NAME = "multicloud-webhooks";
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * A dynamically imported package's exports. Node gives a CommonJS package's names on the
+ * namespace; a bundle (esbuild, functions/build.ts) gives a CommonJS chunk's exports as `default`
+ * only (sdk-trace-node, exporter-prometheus, google-auth-library ship no ES module build).
+ */
+export function cjsInterop<T extends object>(mod: T): T {
+  const keys = Object.keys(mod);
+  const fallback = (mod as { default?: unknown }).default;
+  return keys.length === 1 && keys[0] === "default" && typeof fallback === "object" && fallback !== null ? (fallback as T) : mod;
+}
+
+/**
+ * What a host adds to the standard SDK (the cloud functions, functions/telemetry.ts): exporters of
+ * its own (an exporter name `TelemetryExtras` offered, or one taking over `otlp` for its cloud's
+ * endpoint, such as SigV4 signing for X-Ray) and resource attributes. Each returns undefined to
+ * leave the name to the standard exporters. Loaded with the SDK, never before.
+ */
+export interface TelemetryHost {
+  spanExporter?(name: string, settings: TelemetrySettings, url: string | undefined): Promise<SpanExporter | undefined>;
+  metricExporter?(name: string, settings: TelemetrySettings, url: string | undefined): Promise<PushMetricExporter | undefined>;
+  /** Under what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say (the environment wins). */
+  resource?: Record<string, string>;
+}
 
 /**
  * An OTLP/HTTP URL for `signal`: the signal's own variable as it is, else the base endpoint with
@@ -67,42 +95,46 @@ export function resourceAttributesFromEnv(env: Env): Record<string, string> {
   return out;
 }
 
-async function resourceFor(env: Env) {
-  const { defaultResource, resourceFromAttributes } = await import("@opentelemetry/resources");
-  // Later merges win: what the environment says over our defaults.
+async function resourceFor(env: Env, host: Record<string, string> = {}) {
+  const { defaultResource, resourceFromAttributes } = cjsInterop(await import("@opentelemetry/resources"));
+  // Later merges win: what the environment says over the host's and our defaults.
   return defaultResource()
-    .merge(resourceFromAttributes({ "service.name": DEFAULT_SERVICE_NAME, "service.version": VERSION }))
+    .merge(resourceFromAttributes({ "service.name": DEFAULT_SERVICE_NAME, "service.version": VERSION, ...host }))
     .merge(resourceFromAttributes(resourceAttributesFromEnv(env)));
 }
 
 async function traceExporter(protocol: OtlpProtocol, url: string | undefined) {
   const { OTLPTraceExporter } = protocol === "http/json"
-    ? await import("@opentelemetry/exporter-trace-otlp-http")
-    : await import("@opentelemetry/exporter-trace-otlp-proto");
+    ? cjsInterop(await import("@opentelemetry/exporter-trace-otlp-http"))
+    : cjsInterop(await import("@opentelemetry/exporter-trace-otlp-proto"));
   return new OTLPTraceExporter(url ? { url } : {});
 }
 
 async function metricExporter(protocol: OtlpProtocol, url: string | undefined) {
   const { OTLPMetricExporter } = protocol === "http/json"
-    ? await import("@opentelemetry/exporter-metrics-otlp-http")
-    : await import("@opentelemetry/exporter-metrics-otlp-proto");
+    ? cjsInterop(await import("@opentelemetry/exporter-metrics-otlp-http"))
+    : cjsInterop(await import("@opentelemetry/exporter-metrics-otlp-proto"));
   return new OTLPMetricExporter(url ? { url } : {});
 }
 
 /** Installs the SDK `settings` ask for as this process's global providers. */
-export async function startTelemetry(settings: TelemetrySettings, env: Env = process.env): Promise<Telemetry> {
-  const resource = await resourceFor(env);
+export async function startTelemetry(settings: TelemetrySettings, env: Env = process.env, host: TelemetryHost = {}): Promise<Telemetry> {
+  const resource = await resourceFor(env, host.resource);
   const stops: Array<() => Promise<void>> = [];
   const flushes: Array<() => Promise<void>> = [];
+  let flushSpans = async () => {};
 
   if (settings.traces.length) {
-    const { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider } = await import("@opentelemetry/sdk-trace-node");
+    const { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider } = cjsInterop(await import("@opentelemetry/sdk-trace-node"));
+    const url = otlpUrl(env, "traces");
     const spanProcessors = await Promise.all(settings.traces.map(async (name) =>
-      new BatchSpanProcessor(name === "console" ? new ConsoleSpanExporter() : await traceExporter(settings.tracesProtocol, otlpUrl(env, "traces")))));
+      new BatchSpanProcessor((await host.spanExporter?.(name, settings, url)) ??
+        (name === "console" ? new ConsoleSpanExporter() : await traceExporter(settings.tracesProtocol, url)))));
     // The sampler is the SDK's reading of OTEL_TRACES_SAMPLER / _ARG (default: parent-based, always on).
     const provider = new NodeTracerProvider({ resource, spanProcessors });
     provider.register();
-    flushes.push(() => provider.forceFlush());
+    flushSpans = () => provider.forceFlush();
+    flushes.push(flushSpans);
     stops.push(async () => {
       await provider.shutdown();
       trace.disable();
@@ -113,11 +145,11 @@ export async function startTelemetry(settings: TelemetrySettings, env: Env = pro
 
   let prometheus: (() => Promise<string>) | undefined;
   if (settings.metrics.length) {
-    const { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader } = await import("@opentelemetry/sdk-metrics");
+    const { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader } = cjsInterop(await import("@opentelemetry/sdk-metrics"));
     const readers = [];
     for (const name of settings.metrics) {
       if (name === "prometheus") {
-        const { PrometheusExporter, PrometheusSerializer } = await import("@opentelemetry/exporter-prometheus");
+        const { PrometheusExporter, PrometheusSerializer } = cjsInterop(await import("@opentelemetry/exporter-prometheus"));
         // No server of its own: the platform's `GET /metrics` (operator access) asks it.
         const reader = new PrometheusExporter({ preventServerStart: true });
         const serializer = new PrometheusSerializer();
@@ -128,7 +160,9 @@ export async function startTelemetry(settings: TelemetrySettings, env: Env = pro
         };
         readers.push(reader);
       } else {
-        const exporter = name === "console" ? new ConsoleMetricExporter() : await metricExporter(settings.metricsProtocol, otlpUrl(env, "metrics"));
+        const url = otlpUrl(env, "metrics");
+        const exporter = (await host.metricExporter?.(name, settings, url)) ??
+          (name === "console" ? new ConsoleMetricExporter() : await metricExporter(settings.metricsProtocol, url));
         readers.push(new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: settings.metricIntervalMs, exportTimeoutMillis: Math.min(30_000, settings.metricIntervalMs) }));
       }
     }
@@ -146,6 +180,9 @@ export async function startTelemetry(settings: TelemetrySettings, env: Env = pro
     prometheus,
     async flush() {
       await Promise.allSettled(flushes.map((flush) => flush()));
+    },
+    async flushSpans() {
+      await flushSpans().catch(() => {});
     },
     async shutdown() {
       await Promise.allSettled(stops.splice(0).map((stop) => stop()));

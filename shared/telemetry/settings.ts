@@ -19,8 +19,21 @@ export class TelemetryConfigError extends Error {
   override name = "TelemetryConfigError";
 }
 
-export type TraceExporterName = "otlp" | "console";
-export type MetricExporterName = "otlp" | "prometheus" | "console";
+/** `otlp`, `console`, or a host's own exporter it offers (`TelemetryExtras`: a cloud function's `azure_monitor`, …). */
+export type TraceExporterName = "otlp" | "console" | (string & {});
+export type MetricExporterName = "otlp" | "prometheus" | "console" | (string & {});
+
+/**
+ * Exporter names a host offers beside the standard ones: each cloud's functions add their cloud's
+ * own (functions/aws/telemetry.ts `awsemf`, functions/azure/telemetry.ts `azure_monitor`), and
+ * leave out `prometheus`, which needs a server to scrape.
+ */
+export interface TelemetryExtras {
+  traces?: readonly string[];
+  metrics?: readonly string[];
+  /** Standard names this host does not offer (a cloud function has no `GET /metrics`). */
+  without?: readonly string[];
+}
 /** The OTLP encodings over HTTP. gRPC is not offered: it would bring @grpc/grpc-js for no gain here. */
 export type OtlpProtocol = "http/protobuf" | "http/json";
 
@@ -74,12 +87,13 @@ function protocol(env: Env, signal: "TRACES" | "METRICS"): OtlpProtocol {
 }
 
 /** The telemetry this environment asks for, or `undefined` when it asks for none (the default). */
-export function telemetrySettings(env: Env): TelemetrySettings | undefined {
+export function telemetrySettings(env: Env, extras: TelemetryExtras = {}): TelemetrySettings | undefined {
   const disabled = set(env, "OTEL_SDK_DISABLED");
   if (disabled !== undefined && disabled.toLowerCase() === "true") return undefined;
   const endpoint = set(env, "OTEL_EXPORTER_OTLP_ENDPOINT") !== undefined;
-  const traces = exporters<TraceExporterName>(env, "OTEL_TRACES_EXPORTER", TRACE_EXPORTERS, endpoint || set(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") !== undefined);
-  const metrics = exporters<MetricExporterName>(env, "OTEL_METRICS_EXPORTER", METRIC_EXPORTERS, endpoint || set(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") !== undefined);
+  const offered = (standard: readonly string[], own: readonly string[] = []) => [...standard.filter((e) => !extras.without?.includes(e)), ...own];
+  const traces = exporters<TraceExporterName>(env, "OTEL_TRACES_EXPORTER", offered(TRACE_EXPORTERS, extras.traces), endpoint || set(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") !== undefined);
+  const metrics = exporters<MetricExporterName>(env, "OTEL_METRICS_EXPORTER", offered(METRIC_EXPORTERS, extras.metrics), endpoint || set(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") !== undefined);
   if (traces.length === 0 && metrics.length === 0) return undefined;
   const interval = set(env, "OTEL_METRIC_EXPORT_INTERVAL");
   const metricIntervalMs = interval === undefined ? 60_000 : Number(interval);

@@ -64,7 +64,7 @@ export class AwsWebhooksStack extends TerraformStack {
       subnetIds: network.privateSubnetIds,
       securityGroupId: network.databaseSecurityGroupId,
     });
-    const observability = new Observability(this, "observability", { prefix, config, deadLetterQueueName: queue.deadLetterQueue.name });
+    const observability = new Observability(this, "observability", { prefix, config, deadLetterQueueName: queue.deadLetterQueue.name, region: config.awsRegion });
     const logs = observability.functionLogGroups;
     const roles = new FunctionRoles(this, "identities", {
       prefix,

@@ -1,12 +1,14 @@
 /**
  * A Node.js 22 Lambda function from a built artifact directory: zipped by a TerraformAsset,
- * X-Ray tracing active, JSON logs into the log group Observability created.
+ * X-Ray tracing active, JSON logs into the log group Observability created, and (config
+ * `telemetry`) the OTEL_* variables that start the functions' own OpenTelemetry SDK (stacks/telemetry.ts).
  */
 import { Fn, type ITerraformDependable } from "cdktf";
 import { Construct } from "constructs";
 import { functionAsset } from "../functionAsset.js";
 import { LambdaFunction } from "@cdktf/provider-aws/lib/lambda-function/index.js";
 import type { StackConfig } from "../config.js";
+import { telemetryEnvironment } from "../telemetry.js";
 
 export interface NodeFunctionProps {
   functionName: string;
@@ -40,7 +42,7 @@ export class NodeFunction extends Construct {
       role: props.roleArn,
       memorySize: props.config.functionMemoryMb,
       timeout: props.timeoutSeconds,
-      environment: { variables: { NODE_OPTIONS: "--enable-source-maps", ...props.environment } },
+      environment: { variables: { NODE_OPTIONS: "--enable-source-maps", ...telemetryEnvironment(props.config, "aws", props.functionName, props.config.awsRegion), ...props.environment } },
       tracingConfig: { mode: "Active" },
       loggingConfig: { logFormat: "JSON", logGroup: props.logGroupName },
       vpcConfig: props.vpc,

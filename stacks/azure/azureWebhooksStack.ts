@@ -18,6 +18,7 @@ import { ADMIN_TOKEN_SECRET_NAME, ALERT_SECRET_NAME, ENCRYPTION_KEYS_SECRET_NAME
 import { destinationsOf } from "../relayDestinations.js";
 import { ManagedIdentities } from "./managedIdentities.js";
 import { Monitoring } from "./monitoring.js";
+import { telemetryEnvironment } from "../telemetry.js";
 import { NodeFunctionApp } from "./nodeFunctionApp.js";
 import { DATABASE_ADMIN_URL_SECRET, DATABASE_URL_SECRET, PostgresFlexibleServer } from "./postgresFlexibleServer.js";
 import { PrivateNetwork } from "./privateNetwork.js";
@@ -129,6 +130,7 @@ export class AzureWebhooksStack extends TerraformStack {
         identity: identities.identities[fn],
         insightsConnectionString: monitoring.connectionString,
         appSettings,
+        telemetry: telemetryEnvironment(config, "azure", `${prefix}-${fn}`, config.azureLocation),
         vnetSubnetId: inVnet ? network.functionsSubnetId : undefined,
         scaleLimit,
         // Key Vault references resolve when the app starts: its grants must be in force by then.

@@ -26,6 +26,8 @@ export interface NodeFunctionAppProps extends AzureScope {
   insightsConnectionString: string;
   /** Plain values and `@Microsoft.KeyVault(...)` references only; never a secret value. */
   appSettings: Record<string, string>;
+  /** The OTEL_* settings of the app's own OpenTelemetry SDK (stacks/telemetry.ts); none: off. */
+  telemetry?: Record<string, string>;
   /** Route all outbound traffic through the VNet (database, NAT). Default: false. */
   vnetSubnetId?: string;
   /** Most instances this app scales out to. */
@@ -55,7 +57,7 @@ export class NodeFunctionApp extends Construct {
       identity: { type: "UserAssigned", identityIds: [props.identity.id] },
       keyVaultReferenceIdentityId: props.identity.id,
       virtualNetworkSubnetId: props.vnetSubnetId,
-      appSettings: { WEBSITE_RUN_FROM_PACKAGE: "1", AZURE_CLIENT_ID: props.identity.clientId, ...props.appSettings },
+      appSettings: { WEBSITE_RUN_FROM_PACKAGE: "1", AZURE_CLIENT_ID: props.identity.clientId, ...props.telemetry, ...props.appSettings },
       siteConfig: {
         applicationStack: { nodeVersion: "22" },
         applicationInsightsConnectionString: props.insightsConnectionString,

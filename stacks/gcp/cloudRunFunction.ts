@@ -29,6 +29,8 @@ export interface CloudRunFunctionProps {
   requestConcurrency?: number;
   /** Plain settings only. */
   environment: Record<string, string>;
+  /** The OTEL_* settings of the function's own OpenTelemetry SDK (stacks/telemetry.ts); none: off. */
+  telemetry?: Record<string, string>;
   /** Environment variable → secret, resolved by the platform from Secret Manager. */
   secrets: Record<string, SecretManagerSecret>;
   vpc?: { connectorId: string; egress: "PRIVATE_RANGES_ONLY" | "ALL_TRAFFIC" };
@@ -79,7 +81,7 @@ export class CloudRunFunction extends Construct {
         // must carry an identity token allowed by run.invoker: no allUsers binding exists.
         ingressSettings: "ALLOW_ALL",
         allTrafficOnLatestRevision: true,
-        environmentVariables: { NODE_OPTIONS: "--enable-source-maps", ...props.environment },
+        environmentVariables: { NODE_OPTIONS: "--enable-source-maps", ...props.telemetry, ...props.environment },
         secretEnvironmentVariables: Object.entries(props.secrets).map(([key, secret]) => ({
           key,
           projectId: props.project,

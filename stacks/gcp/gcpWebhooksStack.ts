@@ -29,6 +29,7 @@ import { MigrateJob } from "./migrateJob.js";
 import { destinationsOf } from "../relayDestinations.js";
 import { DestinationPublishers } from "./destinationPublishers.js";
 import { Monitoring } from "./monitoring.js";
+import { telemetryEnvironment } from "../telemetry.js";
 import { PrivateNetwork } from "./privateNetwork.js";
 import { ProjectApis } from "./projectApis.js";
 import { PubSubQueue } from "./pubSubQueue.js";
@@ -116,6 +117,7 @@ export class GcpWebhooksStack extends TerraformStack {
       timeoutSeconds: 60,
       maxInstances: 10,
       environment: {},
+      telemetry: telemetryEnvironment(config, "gcp", `${prefix}-${name}`, region),
       secrets: {},
       dependsOn: secretDeps[name],
       ...rest,

@@ -20,7 +20,9 @@ export const NEEDS: [prefix: string, apis: string[]][] = [
   ["google_cloud_scheduler", ["cloudscheduler", "iamcredentials"]],
   ["google_compute", ["compute"]],
   ["google_logging", ["logging"]],
-  ["google_monitoring", ["monitoring"]],
+  // The Telemetry API (telemetry.googleapis.com) takes the functions' OTLP spans and metrics; it
+  // rides with the monitoring resources, which exist whenever telemetry is on.
+  ["google_monitoring", ["monitoring", "telemetry"]],
   ["google_project_iam", ["cloudresourcemanager", "iam"]],
   ["google_pubsub", ["pubsub"]],
   ["google_secret_manager", ["secretmanager"]],

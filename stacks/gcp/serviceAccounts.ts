@@ -12,11 +12,11 @@ import { ServiceAccount } from "@cdktf/provider-google/lib/service-account/index
 export type Account = "ingest" | "processor" | "relay" | "migrate" | "management" | "build" | "push" | "scheduler" | "gateway";
 
 const PROJECT_ROLES: Record<Account, string[]> = {
-  ingest: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
-  processor: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
-  relay: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
+  ingest: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter", "roles/telemetry.metricsWriter"],
+  processor: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter", "roles/telemetry.metricsWriter"],
+  relay: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter", "roles/telemetry.metricsWriter"],
   migrate: ["roles/logging.logWriter"],
-  management: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter"],
+  management: ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/monitoring.metricWriter", "roles/telemetry.metricsWriter"],
   // Cloud Build for the functions' source: write build logs and push the image.
   build: ["roles/logging.logWriter", "roles/artifactregistry.writer"],
   // Identities that only mint OIDC tokens to call one function each: no project role.

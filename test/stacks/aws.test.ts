@@ -186,7 +186,7 @@ describe("AWS stack: ingress, observability, outputs", () => {
   });
 
   it("alarms when the DLQ holds a message", () => {
-    const alarm = resourcesOf(json, "aws_cloudwatch_metric_alarm")[0]!.body;
+    const alarm = resourcesOf(json, "aws_cloudwatch_metric_alarm").find((a) => a.body.namespace === "AWS/SQS")!.body;
     expect(alarm.metric_name).toBe("ApproximateNumberOfMessagesVisible");
     expect(references((alarm.dimensions as Record<string, string>).QueueName, resourceAt(json, "aws_sqs_queue", "queue/dlq"), "name")).toBe(true);
   });
