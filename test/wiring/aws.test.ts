@@ -28,11 +28,13 @@ import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, ReceiveMessageCommand, SQSClient, type Message } from "@aws-sdk/client-sqs";
+import { Webhook } from "standardwebhooks";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { TerraformJson } from "../../stacks/app.js";
-import { block, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
+import { block, references, resourceAt, resourcesOf, type SynthResource } from "../../stacks/terraformJson.js";
+import { testConfig } from "../stacks/synthFixture.js";
 import { openPostgres } from "../../shared/db/postgres.js";
 import type { Database } from "../../shared/db/port.js";
 import { enqueue } from "../../shared/outbound/enqueue.js";
@@ -64,6 +66,12 @@ const DRIVER = fileURLToPath(new URL("./drivers/aws.mjs", import.meta.url));
 const LAMBDA_CA_BUNDLE = "/var/runtime/ca-cert.pem";
 const ALERT_SECRET = `whsec_${Buffer.from("wiring-alert-secret-32-bytes!!!!").toString("base64")}`;
 const SUBSCRIBER_SECRET = `whsec_${Buffer.from("wiring-subscriber-secret-32bytes").toString("base64")}`;
+/**
+ * Must-show 4 (issue 31): a customer's SQS queue the relay delivers to, named in the stack's
+ * relayDestinations by the ARN it has on moto (moto's account, the stack's region).
+ */
+const DESTINATION_QUEUE = "customer-orders-wiring";
+const DESTINATION_ARN = `arn:aws:sqs:${testConfig().awsRegion}:123456789012:${DESTINATION_QUEUE}`;
 
 
 let skip: string | undefined;
@@ -143,7 +151,7 @@ beforeAll(async () => {
   caBundle = join(dir, "ca-cert.pem");
   writeFileSync(caBundle, `${pg.caPem}\n${tls.ca}`);
 
-  stack = await synthBuilt("aws", { alertWebhookUrl: `https://localhost:${alertServer.port}/alerts`, alertEmail: "ops@example.com" });
+  stack = await synthBuilt("aws", { alertWebhookUrl: `https://localhost:${alertServer.port}/alerts`, alertEmail: "ops@example.com", relayDestinations: [DESTINATION_ARN] });
   json = stack.json;
   region = String((json.provider as { aws: { region: string }[] }).aws[0]!.region);
   const client = { ...MOTO_CLIENT_CONFIG, region };
@@ -308,6 +316,43 @@ describe("AWS wiring: the synthesized stack's functions on Node 22 with local st
     expect(delivered, relay.output().slice(-3000)).toHaveLength(1);
     expect(delivered[0]!.verified).toBe(true);
     expect(JSON.parse(delivered[0]!.body)).toMatchObject(outboundCausedBy(guide));
+  }, 120_000);
+});
+
+describe("AWS wiring: Must-show 4 (issue 31): the relay bundle delivers to an SQS destination", () => {
+  it("relayDestinations grants the relay's role sqs:SendMessage on exactly the queue named; the relay bundle, with the stack's environment, sends the signed envelope there (moto), its Standard Webhooks headers as message attributes that standardwebhooks verifies", async (t) => {
+    if (skip) return t.skip();
+    const created = await sqs.send(new CreateQueueCommand({ QueueName: DESTINATION_QUEUE }));
+    const destinationUrl = created.QueueUrl!;
+    await sqs.send(new PurgeQueueCommand({ QueueUrl: destinationUrl })).catch(() => {});
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: destinationUrl, AttributeNames: ["QueueArn"] }))).Attributes!.QueueArn!;
+    // What moto cannot evaluate, read from the stack: the one grant, on this queue's ARN, to the relay's role alone.
+    expect(arn).toBe(DESTINATION_ARN);
+    const grant = resourceAt(json, "aws_iam_role_policy", "identities/relay-destinations-policy");
+    expect(references(grant.body.role, resourceAt(json, "aws_iam_role", "identities/relay-role"), "id")).toBe(true);
+    expect(JSON.parse(String(grant.body.policy)).Statement).toEqual([{ Effect: "Allow", Action: ["sqs:SendMessage"], Resource: [arn] }]);
+    expect(resourcesOf(json, "aws_iam_role_policy").filter((p) => String(p.body.policy).includes(DESTINATION_QUEUE)).map((p) => p.path)).toEqual([grant.path]);
+    expect(functionAt("relay/relay/function").body.depends_on).toContain(`${grant.type}.${grant.name}`);
+
+    // The relay as Lambda runs it: the stack's environment (no destination setting: the role's
+    // credentials, as the runtime gives them, and the queue URL from the subscription).
+    const relay = await start("relay/relay/function", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost", ...ONE_DRAIN } });
+    const sub = await createSubscription(admin, { destination: { kind: "sqs", queueUrl: destinationUrl, region }, eventTypes: ["order.packed"], secrets: [SUBSCRIBER_SECRET] });
+    const { eventId } = await enqueue(admin, { type: "order.packed", data: { order_id: "o-destination" } });
+    const messages: Message[] = [];
+    for (let i = 0; i < 10 && messages.length === 0; i++) {
+      const summary = await relay.invoke<{ deliveriesAttempted: number }>("invoke", {});
+      expect(summary.deliveriesAttempted, relay.output().slice(-3000)).toBeGreaterThanOrEqual(0);
+      const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: destinationUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ["All"] }));
+      messages.push(...(got.Messages ?? []));
+    }
+    expect(messages, relay.output().slice(-3000)).toHaveLength(1);
+    const message = messages[0]!;
+    const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
+    const headers = { "webhook-id": attribute("webhook-id")!, "webhook-timestamp": attribute("webhook-timestamp")!, "webhook-signature": attribute("webhook-signature")! };
+    expect(new Webhook(SUBSCRIBER_SECRET).verify(message.Body!, headers)).toMatchObject({ type: "order.packed", data: { order_id: "o-destination" } });
+    const delivery = await admin.query<{ id: string; status: string }>("SELECT id, status FROM outbound_deliveries WHERE event_id = $1 AND subscription_id = $2", [eventId, sub.id]);
+    expect(delivery.rows).toEqual([{ id: headers["webhook-id"], status: "delivered" }]);
   }, 120_000);
 });
 
