@@ -6,7 +6,7 @@
  * to the local URL, and answers with what the receiver said: that answer is the attempt, retried
  * with the subscription's backoff. Ctrl-C detaches, giving back what it held at once.
  */
-import { ApiError, seg, type ApiClient } from "../api.js";
+import { ApiError, type ApiBody, type ApiClient } from "../api.js";
 import { OperationError, UsageError, intOption, type Command, type Invocation } from "../command.js";
 
 interface Attached {
@@ -17,7 +17,9 @@ interface Attached {
   maxWaitSeconds: number;
 }
 interface Pulled { id: string; eventId: string; eventType: string; attempt: number; headers: Record<string, string>; body: string }
-interface Answer { deliveryId: string; status: number | null; error: string | null; durationMs: number; responseExcerpt: string | null; responseHeaders: Record<string, string> | null }
+interface Answer { deliveryId: string; status: number | null; error: AnswerError | null; durationMs: number; responseExcerpt: string | null; responseHeaders: Record<string, string> | null }
+/** Why no answer came, as the API takes it. */
+type AnswerError = NonNullable<ApiBody<"/subscriptions/{id}/listeners/{listenerId}/answers", "post">["answers"][number]["error"]>;
 interface Recorded { deliveryId: string; outcome: "delivered" | "retrying" | "dead" | "stale"; retryInSeconds: number | null; deadReason: string | null }
 
 /** Bytes of the local answer's body sent back for the attempt log (the relay keeps 1 KiB too). */
@@ -27,7 +29,7 @@ const RECONNECT_SECONDS = 2;
 const WAIT_SECONDS = 20;
 
 /** Why no answer came from the local receiver, in the relay's words (transport.ts classifyError). */
-function errorOf(error: unknown): string {
+function errorOf(error: unknown): AnswerError {
   const e = error as { name?: string; code?: string; cause?: { code?: string; name?: string } };
   if (e?.name === "TimeoutError" || e?.cause?.name === "TimeoutError") return "timeout";
   const code = String(e?.cause?.code ?? e?.code ?? ""); // a DOMException's code is a number
@@ -111,13 +113,12 @@ Examples:
 
 async function runListener(inv: Invocation, api: ApiClient, subscriptionId: string, forwardTo: string, leaseSeconds: number, timeoutMs: number): Promise<number> {
   const { io } = inv;
-  const base = `/subscriptions/${seg(subscriptionId)}/listeners`;
   const stopping = new AbortController();
   const held = new Set<string>();
 
   const attach = async (): Promise<Attached> => {
     try {
-      return await api.post<Attached>(base, { forwardTo, leaseSeconds });
+      return await api.POST("/subscriptions/{id}/listeners", { params: { path: { id: subscriptionId } }, body: { forwardTo, leaseSeconds } });
     } catch (error) {
       if (error instanceof ApiError && error.status === 403) {
         throw new OperationError(`${error.message} Listening takes deliveries from the subscription: it needs a key with write access to it (an operator key, or its application's key with write).`);
@@ -147,7 +148,7 @@ async function runListener(inv: Invocation, api: ApiClient, subscriptionId: stri
   const isGone = (error: unknown) => error instanceof ApiError && error.status === 410;
 
   const beat = setInterval(() => {
-    api.post(`${base}/${listener.id}/heartbeat`, { holding: [...held] })
+    api.POST("/subscriptions/{id}/listeners/{listenerId}/heartbeat", { params: { path: { id: subscriptionId, listenerId: listener.id } }, body: { holding: [...held] } })
       .catch((error: unknown) => { if (isGone(error) && !stopping.signal.aborted) return reattach(); })
       .catch(() => {}); // the pull loop says when the platform is away
   }, (leaseSeconds * 1000) / 3);
@@ -164,7 +165,7 @@ async function runListener(inv: Invocation, api: ApiClient, subscriptionId: stri
     while (!stopping.signal.aborted) {
       let pulled: Pulled[];
       try {
-        ({ deliveries: pulled } = await api.post<{ deliveries: Pulled[] }>(`${base}/${listener.id}/pull`, { waitSeconds: Math.min(WAIT_SECONDS, listener.maxWaitSeconds) }));
+        ({ deliveries: pulled } = await api.POST("/subscriptions/{id}/listeners/{listenerId}/pull", { params: { path: { id: subscriptionId, listenerId: listener.id } }, body: { waitSeconds: Math.min(WAIT_SECONDS, listener.maxWaitSeconds) } }));
         if (away) io.stderr("The platform answers again.\n");
         away = false;
       } catch (error) {
@@ -183,7 +184,7 @@ async function runListener(inv: Invocation, api: ApiClient, subscriptionId: stri
         if (stopping.signal.aborted) return; // cut short by Ctrl-C: released by the detach, not an attempt
         let recorded: Recorded | undefined;
         try {
-          ({ recorded: [recorded] } = await api.post<{ recorded: Recorded[] }>(`${base}/${listener.id}/answers`, { answers: [answer] }));
+          ({ recorded: [recorded] } = await api.POST("/subscriptions/{id}/listeners/{listenerId}/answers", { params: { path: { id: subscriptionId, listenerId: listener.id } }, body: { answers: [answer] } }));
         } catch (error) {
           // Not recorded: the lease runs out and the delivery comes again (at least once).
           io.stderr(`warning: could not record the answer for ${delivery.id}: ${(error as Error).message}\n`);
@@ -207,7 +208,7 @@ async function runListener(inv: Invocation, api: ApiClient, subscriptionId: stri
   process.off("SIGTERM", onSignal);
   await (reattaching as Promise<void> | null)?.catch(() => {});
   try {
-    const { released } = await api.delete<{ detached: boolean; released: number }>(`${base}/${listener.id}`);
+    const { released } = await api.DELETE("/subscriptions/{id}/listeners/{listenerId}", { params: { path: { id: subscriptionId, listenerId: listener.id } } });
     io.stderr(`Stopped listening${released > 0 ? `; ${released} deliver${released === 1 ? "y" : "ies"} given back` : ""}. The relays resume ${subscriptionId}.\n`);
   } catch (error) {
     io.stderr(`warning: could not detach (${(error as Error).message}); the relays resume ${subscriptionId} once the listener's ${leaseSeconds} s lease has passed.\n`);

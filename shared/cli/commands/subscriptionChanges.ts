@@ -1,5 +1,5 @@
 /** `webhooks subscriptions update|pause|resume|delete|test`: what an operator changes after creating one. */
-import { seg } from "../api.js";
+import type { ApiBody } from "../api.js";
 import { UsageError, intOption, type Command, type Invocation } from "../command.js";
 import { printJson, record } from "../output.js";
 import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
@@ -72,12 +72,14 @@ Example:
   },
   positionals: [1, 1],
   async run(inv) {
-    const change: Record<string, unknown> = {};
+    type Change = ApiBody<"/subscriptions/{id}", "patch">;
+    // The destination and the auth are assembled from the options as JSON; the API validates them and says what is wrong.
+    const change: Change = {};
     const destination = await destinationOf(inv);
-    if (destination) change.destination = destination;
-    else if (inv.values.endpoint !== undefined) change.url = inv.values.endpoint;
-    if ((inv.values.event as string[] | undefined)?.length) change.eventTypes = inv.values.event;
-    if (inv.values.description !== undefined) change.description = inv.values.description === "" ? null : inv.values.description;
+    if (destination) change.destination = destination as Change["destination"];
+    else if (inv.values.endpoint !== undefined) change.url = inv.values.endpoint as string;
+    if ((inv.values.event as string[] | undefined)?.length) change.eventTypes = inv.values.event as string[];
+    if (inv.values.description !== undefined) change.description = inv.values.description === "" ? null : inv.values.description as string;
     if (inv.values["max-attempts"] === "default") change.maxAttempts = null;
     else if (inv.values["max-attempts"] !== undefined) change.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
     const headers = headersOf(inv);
@@ -88,10 +90,10 @@ Example:
       change.sendTraceparent = traceparent === "on";
     }
     const auth = await authOf(inv, true);
-    if (auth !== undefined) change.auth = auth;
+    if (auth !== undefined) change.auth = auth as Change["auth"];
     Object.assign(change, await contentFieldsOf(inv, true));
     if (Object.keys(change).length === 0) throw new UsageError("Nothing to change: give at least one of --endpoint, --destination, --destination-file, --event, --description, --max-attempts, --header, --clear-headers, --traceparent, --auth, --filter, --no-filter, --transformation, --no-transformation.");
-    const sub = await inv.api().patch<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`, change);
+    const sub: Subscription = await inv.api().PATCH("/subscriptions/{id}", { params: { path: { id: inv.positionals[0]! } }, body: change });
     inv.io.stdout(inv.json ? printJson(sub) : `Updated ${sub.id}.\n${record(summary(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },
 };
@@ -104,7 +106,8 @@ function simple(action: "pause" | "resume", text: string, done: (sub: Subscripti
     help: "",
     positionals: [1, 1],
     async run(inv) {
-      const sub = await inv.api().post<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}/${action}`);
+      const init = { params: { path: { id: inv.positionals[0]! } } };
+      const sub: Subscription = action === "pause" ? await inv.api().POST("/subscriptions/{id}/pause", init) : await inv.api().POST("/subscriptions/{id}/resume", init);
       inv.io.stdout(inv.json ? printJson(sub) : done(sub));
     },
   };
@@ -120,7 +123,7 @@ export const subscriptionsDelete: Command = {
   help: "",
   positionals: [1, 1],
   async run(inv) {
-    const r = await inv.api().delete<{ id: string; cancelledDeliveries: number }>(`/subscriptions/${seg(inv.positionals[0]!)}`);
+    const r = await inv.api().DELETE("/subscriptions/{id}", { params: { path: { id: inv.positionals[0]! } } });
     inv.io.stdout(inv.json ? printJson(r) : `Deleted ${r.id}; ${r.cancelledDeliveries} pending deliver${r.cancelledDeliveries === 1 ? "y" : "ies"} cancelled (kept, status cancelled).\n`);
   },
 };
@@ -134,7 +137,7 @@ export const subscriptionsTest: Command = {
   options: { type: { type: "string" } },
   positionals: [1, 1],
   async run(inv) {
-    const r = await inv.api().post<{ eventId: string; deliveries: { id: string }[] }>(`/subscriptions/${seg(inv.positionals[0]!)}/test`, inv.values.type ? { type: inv.values.type } : {});
+    const r = await inv.api().POST("/subscriptions/{id}/test", { params: { path: { id: inv.positionals[0]! } }, body: inv.values.type ? { type: inv.values.type as string } : {} });
     inv.io.stdout(inv.json ? printJson(r) : `Sent test event ${r.eventId}: delivery ${r.deliveries[0]?.id}.\n`);
   },
 };

@@ -1,9 +1,8 @@
 /** `webhooks subscriptions list|create|get|enable`. */
 import { readFile } from "node:fs/promises";
-import { seg } from "../api.js";
+import type { ApiBody } from "../api.js";
 import { UsageError, intOption, type Command, type Invocation } from "../command.js";
 import { printJson, record, table } from "../output.js";
-import { itemsOf } from "./lists.js";
 import { signatureSchemeOf } from "./signing.js";
 import { headersOf } from "./subscriptionChanges.js";
 import { AUTH_HELP, AUTH_OPTIONS, authOf, describeAuth } from "./endpointAuth.js";
@@ -63,12 +62,12 @@ export const subscriptionsList: Command = {
   --limit <n>   at most n (1-1000, default 100)`,
   options: { status: { type: "string" }, limit: { type: "string" } },
   async run(inv) {
-    const status = inv.values.status as string | undefined;
+    const status = inv.values.status as "active" | "degraded" | "disabled" | undefined;
     if (status !== undefined && !["active", "degraded", "disabled"].includes(status)) {
       throw new UsageError(`--status must be active, degraded or disabled; got ${JSON.stringify(status)}.`);
     }
     const limit = intOption(inv, "limit", 100, 1, 1000);
-    const rows = itemsOf<Subscription>(await inv.api().get("/subscriptions", { status, limit: String(limit) }));
+    const rows: Subscription[] = (await inv.api().GET("/subscriptions", { params: { query: { status, limit } } })).subscriptions;
     if (inv.json) inv.io.stdout(printJson(rows));
     else if (rows.length === 0) inv.io.stdout("No subscriptions.\n");
     else inv.io.stdout(table(rows, [
@@ -172,24 +171,26 @@ Examples:
         throw new UsageError(`Cannot read --secret-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
       }
     }
-    const body: Record<string, unknown> = { ...(destination ? { destination } : { url }), eventTypes: events };
-    if (inv.values.application !== undefined) body.applicationId = inv.values.application;
+    type Body = ApiBody<"/subscriptions", "post">;
+    // The destination and the auth are assembled from the options as JSON; the API validates them and says what is wrong.
+    const body: Body = { ...(destination ? { destination: destination as Body["destination"] } : { url: url! }), eventTypes: events };
+    if (inv.values.application !== undefined) body.applicationId = inv.values.application as string;
     if (secrets.length) body.secrets = secrets;
     const scheme = signatureSchemeOf(inv);
     if (scheme && secrets.length) throw new UsageError("Give either --secret (its prefix says how it signs) or --signature-scheme (for a generated one), not both.");
     if (scheme) body.signatureScheme = scheme;
     if (inv.values["max-attempts"] !== undefined) body.maxAttempts = intOption(inv, "max-attempts", 0, 1, 100);
-    if (inv.values.description !== undefined) body.description = inv.values.description;
+    if (inv.values.description !== undefined) body.description = inv.values.description as string;
     if (inv.values["no-traceparent"] === true) body.sendTraceparent = false;
     const headers = headersOf(inv);
     if (headers) body.headers = headers;
     Object.assign(body, flowOf(inv));
     const auth = await authOf(inv, false);
-    if (auth) body.auth = auth;
+    if (auth) body.auth = auth as Body["auth"];
     Object.assign(body, await contentFieldsOf(inv, false));
-    if (inv.values["backfill-since"] !== undefined) body.backfill = { since: inv.values["backfill-since"], until: inv.values["backfill-until"] };
+    if (inv.values["backfill-since"] !== undefined) body.backfill = { since: inv.values["backfill-since"] as string, until: inv.values["backfill-until"] as string | undefined };
     else if (inv.values["backfill-until"] !== undefined) throw new UsageError("--backfill-until needs --backfill-since.");
-    const sub = await inv.api().post<Subscription & { backfilled?: number }>("/subscriptions", body);
+    const sub: Subscription & { backfilled?: number } = await inv.api().POST("/subscriptions", { body });
     if (inv.json) inv.io.stdout(printJson(sub));
     else inv.io.stdout(`Created ${sub.id}${sub.backfilled !== undefined ? ` (${sub.backfilled} past events sent to it)` : ""}. Keep the secret: it is not shown again.\n${record(show(sub))}${(sub.warnings ?? []).map((w) => `warning: ${w}\n`).join("")}`);
   },
@@ -202,7 +203,7 @@ export const subscriptionsGet: Command = {
   help: "",
   positionals: [1, 1],
   async run(inv) {
-    const sub = await inv.api().get<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}`);
+    const sub: Subscription = await inv.api().GET("/subscriptions/{id}", { params: { path: { id: inv.positionals[0]! } } });
     inv.io.stdout(inv.json ? printJson(sub) : record(show(sub)));
   },
 };
@@ -214,7 +215,7 @@ export const subscriptionsEnable: Command = {
   help: "",
   positionals: [1, 1],
   async run(inv) {
-    const sub = await inv.api().post<Subscription>(`/subscriptions/${seg(inv.positionals[0]!)}/enable`);
+    const sub: Subscription = await inv.api().POST("/subscriptions/{id}/enable", { params: { path: { id: inv.positionals[0]! } } });
     if (inv.json) inv.io.stdout(printJson(sub));
     else inv.io.stdout(`Enabled ${sub.id ?? inv.positionals[0]}: health ${healthOf(sub.status ?? "active")}.\n`);
   },
