@@ -5,7 +5,6 @@
  * origins allowed to frame this application's portal ('none' when there are none), and `img-src`
  * the origin of its theme's logo.
  */
-import { readAssetFile } from "./assetFiles.js";
 
 /** The page's files and their types (functions/build.ts embeds exactly these). */
 export const PORTAL_FILES: Record<string, string> = {
@@ -22,7 +21,9 @@ export function portalAsset(name: string): Promise<{ contentType: string; body: 
   if (!contentType) return undefined;
   let body = cache.get(name);
   if (!body) {
-    body = readAssetFile(name);
+    // Loaded on first use: in a cloud bundle the module holds the files' text (27 kB), which a
+    // management function's cold start need not load before anyone opens the portal.
+    body = import("./assetFiles.js").then(({ readAssetFile }) => readAssetFile(name));
     // A failed read must not be cached forever.
     body.catch(() => cache.delete(name));
     cache.set(name, body);

@@ -14,7 +14,7 @@
  *   minified, loaded on the first publish) and the Cloud Storage client (about 0.8 MiB, loaded
  *   only for a claim-check), each with its own google-auth-library major version.
  */
-import { mkdir, mkdtemp, readFile, rm, symlink } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -133,12 +133,20 @@ describe("the management function bundles", () => {
       expect(index, cloud).toContain("<title>webhooks admin</title>");
       expect(index, cloud).toContain("webhooks.adminToken");
       expect(index, cloud).toContain("--fg: #1d2430");
+      // …and the customer portal's (shared/portal/): index.html, portal.js, portal.css, in a chunk
+      // loaded when the portal is first served (not at a cold start).
+      const chunks = await Promise.all((await readdir(join(outDir, cloud, "management", "chunks"))).filter((f) => f.endsWith(".mjs")).map((f) => readFile(join(outDir, cloud, "management", "chunks", f), "utf8")));
+      const portal = chunks.find((c) => c.includes("The customer portal: plain browser JavaScript"));
+      expect(portal, cloud).toBeDefined();
+      expect(portal, cloud).toContain("{{base}}/portal/assets/portal.js");
+      expect(portal, cloud).toContain("--accent: #0b7285");
+      expect(index, cloud).not.toContain("The customer portal: plain browser JavaScript");
       expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-sqs|@aws-sdk\/client-s3|@azure\/storage-blob|@google-cloud\/storage|@electric-sql)\//), cloud).toBe(false);
       // relayMode "scheduled" (issue 24): the management function wakes the relay through the
       // cloud's own client (Lambda Invoke, the wake-up topic, the wake-up queue), imported when the
       // first wake-up is sent: a cold start of the API does not load it.
       expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-lambda|@azure\/service-bus|@google-cloud\/pubsub)\//, "atImport"), cloud).toBe(false);
-      for (const name of ["ingest", "processor", "relay", "migrate"]) expect(has(`${cloud}/${name}`, /shared\/admin\/app\.js$|shared\/admin\/assetFiles\.ts$/), `${cloud}/${name}`).toBe(false);
+      for (const name of ["ingest", "processor", "relay", "migrate"]) expect(has(`${cloud}/${name}`, /shared\/(admin|portal)\/assetFiles\.ts$|shared\/admin\/app\.js$/), `${cloud}/${name}`).toBe(false);
     }
   });
 });
