@@ -8,7 +8,9 @@
  *   script never runs, the link stays unused;
  * - a customer adds an endpoint (an event type picked from the catalogue), rotates its secret,
  *   opens a delivery's request (payload, headers) and response (status, body excerpt), and
- *   replays it; the receiver gets it again.
+ *   replays it; the receiver gets it again;
+ * - and replays several failed deliveries at once, edits (a refused address is refused with the
+ *   API's message), pauses, resumes, tests and deletes an endpoint.
  */
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -192,6 +194,65 @@ suite("customer portal in Chromium", (ctx) => {
     expect(entries.filter((e) => e.actor === session).map((e) => e.operation)).toEqual(expect.arrayContaining(["createSubscription", "rotateSecrets", "resendEvent"]));
     // Everything went through the documented API (the page's own files, and the browser's favicon, aside).
     expect((await t.undocumentedRequests()).filter((r) => !/^GET \/(portal(\/assets\/[^/]+)?|favicon\.ico)$/.test(r))).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    await page.context().close();
+  }, 180_000);
+
+  it("lets a customer replay many failed deliveries at once, edit, pause, resume, test and delete an endpoint", async () => {
+    const path = `/many-${ctx.backend}`;
+    let failing = true;
+    receiver.answer = (r) => (r.path === path && failing ? 400 : 200);
+    const sub = await t.api("POST", "/subscriptions", { url: `${receiver.url}${path}`, eventTypes: ["order.refunded"], maxAttempts: 1, applicationId: app });
+    const dead: string[] = [];
+    for (const n of [1, 2]) {
+      const sent = await t.api("POST", "/events", { type: "order.refunded", data: { n }, applicationId: app });
+      dead.push(sent.deliveries.find((d: any) => d.subscriptionId === sub.id).id);
+    }
+    for (const id of dead) await eventually(`${id} dead`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(id)}`)).status === "dead");
+    failing = false;
+
+    const made = await link();
+    const { page, pageErrors } = await openPage();
+    page.on("dialog", (d) => void d.accept());
+    await page.goto(made.url);
+    const row = page.locator(`#endpoint-rows tr[data-id="${sub.id}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    await row.click();
+    await page.selectOption("#delivery-status", "dead");
+    for (const id of dead) await page.locator(`#delivery-rows tr[data-id="${id}"]`).waitFor({ timeout: 15_000 });
+    await page.check("#select-all");
+    await page.click("#replay-selected");
+    await page.locator("#message", { hasText: "Replayed 2 deliveries" }).waitFor({ timeout: 15_000 });
+    for (const id of dead) await eventually(`${id} delivered after the replay`, async () => (await t.api("GET", `/deliveries/${encodeURIComponent(id)}`)).status === "delivered");
+
+    await page.click("#edit-endpoint");
+    await page.fill("#endpoint-description", "edited in the portal");
+    await page.click("#endpoint-save");
+    await page.locator("#message", { hasText: "Endpoint saved" }).waitFor({ timeout: 15_000 });
+    expect((await t.api("GET", `/subscriptions/${sub.id}`)).description).toBe("edited in the portal");
+    // The API's own validation and SSRF policy: an address it refuses is refused here too.
+    await page.click("#edit-endpoint");
+    await page.fill("#endpoint-url", "http://169.254.169.254/latest/meta-data");
+    await page.click("#endpoint-save");
+    await page.locator("#endpoint-error").waitFor({ state: "visible", timeout: 15_000 });
+    expect(await page.textContent("#endpoint-error")).toMatch(/169\.254\.169\.254|destination|refused/i);
+    expect((await t.api("GET", `/subscriptions/${sub.id}`)).url).toBe(`${receiver.url}${path}`);
+    await page.click("#endpoint-cancel");
+
+    await page.click("#pause-endpoint");
+    await eventually("paused", async () => (await t.api("GET", `/subscriptions/${sub.id}`)).paused === true);
+    await page.locator("#pause-endpoint", { hasText: "Resume" }).waitFor({ timeout: 15_000 });
+    await page.click("#pause-endpoint");
+    await eventually("resumed", async () => (await t.api("GET", `/subscriptions/${sub.id}`)).paused === false);
+
+    await page.click("#send-test");
+    await eventually("the test event at the receiver", async () => receiver.received.some((r) => r.path === path && JSON.parse(r.body).type === "webhooks.test"));
+
+    await page.click("#delete-endpoint");
+    await page.locator("#message", { hasText: "Endpoint deleted" }).waitFor({ timeout: 15_000 });
+    const gone = await fetch(`${t.baseUrl}/subscriptions/${sub.id}`, { headers: { authorization: `Bearer ${t.token}` } });
+    expect(gone.status).toBe(404);
+    expect(await page.locator(`#endpoint-rows tr[data-id="${sub.id}"]`).count()).toBe(0);
     expect(pageErrors).toEqual([]);
     await page.context().close();
   }, 180_000);
