@@ -239,7 +239,7 @@ function nextMicrosecond(rows: { name: string; cost: Cost; othersUs: number | nu
     const total = c.processUs + c.dbUs + c.receiverUs;
     const bound = cpuBound(cores, c);
     const parts = ([["process", c.processUs], ["PostgreSQL", c.dbUs], ["receiver", c.receiverUs]] as [string, number][])
-      .filter(([, us]) => us > 0).sort((a, b) => b[1] - a[1])
+      .filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1])
       .map(([part, us]) => `${part} ${fmt(us)} (${((us / total) * 100).toFixed(0)}%)`);
     const perMicrosecond = (cores * 1e6) / (total * total);
     const reached = c.perSecond / bound;
