@@ -109,7 +109,7 @@ export const stackConfigSchema = z.object({
    * The functions' traces and metrics, sent to the cloud's own service with no collector (AWS:
    * X-Ray's OTLP endpoint and CloudWatch metrics by EMF; Azure: Application Insights; GCP: the
    * Telemetry API, into Cloud Trace and Cloud Monitoring), which the stack's dashboard and alarms
-   * read (docs/operations.md, "In the clouds"). Off: no SDK is loaded, and the dashboard stays empty. Default: true.
+   * read (docs/operations.md, "In the clouds"). Off: no OTEL_* variable, no SDK loaded, no dashboard or telemetry alarms. Default: true.
    */
   telemetry: bool.default(true),
   /** Share of new traces kept (OTEL_TRACES_SAMPLER parentbased_traceidratio), 0..1; metrics count everything. Default: 1. */

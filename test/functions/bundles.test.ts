@@ -79,6 +79,28 @@ describe("every function bundle", () => {
   });
 });
 
+describe("the OpenTelemetry SDK in the bundles (issue 33, functions/telemetry.ts)", () => {
+  const SDK = /node_modules\/(@opentelemetry\/(sdk-|exporter-|resources|otlp-)|@azure\/monitor-opentelemetry-exporter|google-auth-library)|shared\/telemetry\/sdk\.ts$|functions\/(aws|azure|gcp)\/telemetryExporters\.ts$/;
+  const EXPORTERS: Record<string, RegExp> = {
+    aws: /functions\/aws\/telemetryExporters\.ts$/,
+    azure: /node_modules\/@azure\/monitor-opentelemetry-exporter\//,
+    gcp: /functions\/gcp\/telemetryExporters\.ts$/,
+  };
+  it("no bundle loads the SDK or an exporter at import (unconfigured cold starts load none of it); each request-path bundle carries them in chunks, with its cloud's exporter and no other cloud's", () => {
+    for (const cloud of CLOUDS) {
+      for (const name of ["ingest", "processor", "relay", "migrate", "management"]) {
+        expect(inputsOf(`${cloud}/${name}`, "atImport").filter((file) => SDK.test(file)), `${cloud}/${name} at import`).toEqual([]);
+      }
+      for (const name of ["ingest", "processor", "relay", "management"]) {
+        const fn = `${cloud}/${name}`;
+        expect(has(fn, /node_modules\/@opentelemetry\/sdk-trace-node\//), fn).toBe(true);
+        expect(has(fn, /functions\/telemetry\.ts$/, "atImport"), fn).toBe(true);
+        for (const [other, exporter] of Object.entries(EXPORTERS)) expect(has(fn, exporter), `${fn}: ${other}'s exporter`).toBe(other === cloud);
+      }
+    }
+  });
+});
+
 describe("QuickJS's WebAssembly file (transformations, docs/transformations.md)", () => {
   const LOADER = /node_modules\/@jitl\/quickjs-wasmfile-release-sync\/dist\/emscripten-module\.mjs$/;
   it("sits beside the chunk that loads it (it reads the file relative to itself), in every bundle that carries the engine, the relay and management functions at least", () => {

@@ -2,11 +2,13 @@
  * The trace context across a cloud queue (issue 33 item 2): the cloud ingest puts it on the
  * message as the attribute `traceparent` (here SQS on moto: a message attribute; Service Bus and
  * Pub/Sub carry the same attributes through the same port), and the processor stores it on the
- * inbox entry and continues the trace. With a span of the host's SDK the attribute is that span's
- * context; without one, the sender's own `traceparent` header; a malformed one is not carried.
+ * inbox entry and continues the trace. With an SDK (the function's own, functions/telemetry.ts, or
+ * a host's) the ingest is a `webhooks.inbox.ingest` span, child of the host's span when there is
+ * one, else continuing the sender's `traceparent`, and the attribute is that span's context;
+ * without any SDK, the attribute is the sender's own `traceparent` header; a malformed one is not carried.
  *
- * Not covered: the cloud functions installing the SDK themselves (not done), so the spans here are
- * the test process's, as a host SDK (a Lambda layer) would make them.
+ * The SDK here is the test process's; the cloud functions' bundles starting their own:
+ * test/wiring/aws.test.ts ("one trace through the bundles").
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -71,15 +73,21 @@ async function receiveOne() {
   throw new Error("no message on the queue");
 }
 
-it.skipIf(Boolean(skip))("ingest span → SQS message attribute → inbox entry → processing span, one trace", async () => {
+it.skipIf(Boolean(skip))("a host's span → the ingest span (its child) → SQS message attribute → inbox entry → processing span, one trace", async () => {
   const senderTrace = hex(16);
-  const ingestContext = await withSpan(SPANS.inboxIngest, {}, async () => {
+  const hostContext = await withSpan("host.request", {}, async () => {
     await accept("cloud-trace-1", {});
     return activeTraceparent();
   }, `00-${senderTrace}-${hex(8)}-01`);
   const message = await receiveOne();
-  expect(message.attributes.traceparent).toBe(ingestContext);
   expect(message.attributes.traceparent).toMatch(new RegExp(`^00-${senderTrace}-`));
+  await telemetry.flush();
+  const ingest = peer.spans.find((s) => s.name === SPANS.inboxIngest && s.traceId === senderTrace)!;
+  expect(ingest.parentSpanId).toBe(hostContext!.split("-")[2]);
+  expect(ingest.kind).toBe(2); // server
+  expect(ingest.attributes).toMatchObject({ "webhooks.partner": "shop", "webhooks.outcome": "accepted", "http.response.status_code": 202, "http.route": "/webhooks/:partner" });
+  const ingestContext = `00-${senderTrace}-${ingest.spanId}-01`;
+  expect(message.attributes.traceparent).toBe(ingestContext);
 
   const processor = new InboxProcessor({ db: opened.db, handler: createDispatchHandler([]) });
   const verdict = await processInbound({ db: opened.db, processor }, message);
@@ -93,13 +101,30 @@ it.skipIf(Boolean(skip))("ingest span → SQS message attribute → inbox entry 
   expect(processed!.parentSpanId).toBe(ingestContext!.split("-")[2]);
 }, 60_000);
 
-it.skipIf(Boolean(skip))("no span of the host: the sender's traceparent is the attribute; a malformed one, or none, gives no attribute", async () => {
-  const sender = `00-${hex(16)}-${hex(8)}-01`;
-  await accept("cloud-trace-2", { traceparent: sender });
-  expect((await receiveOne()).attributes.traceparent).toBe(sender);
+it.skipIf(Boolean(skip))("no span of the host: the ingest span continues the sender's traceparent; a malformed one is not continued (a trace of its own)", async () => {
+  const senderTrace = hex(16);
+  const senderSpan = hex(8);
+  await accept("cloud-trace-2", { traceparent: `00-${senderTrace}-${senderSpan}-01` });
+  const carried = (await receiveOne()).attributes.traceparent!;
+  expect(carried).toMatch(new RegExp(`^00-${senderTrace}-[0-9a-f]{16}-01$`));
+  await telemetry.flush();
+  expect(peer.spans.find((s) => s.spanId === carried.split("-")[2])).toMatchObject({ name: SPANS.inboxIngest, parentSpanId: senderSpan });
   await accept("cloud-trace-3", { traceparent: "00-not-a-trace-01" });
+  const fresh = (await receiveOne()).attributes.traceparent!;
+  expect(fresh).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  await telemetry.flush();
+  expect(peer.spans.find((s) => s.spanId === fresh.split("-")[2])).toMatchObject({ name: SPANS.inboxIngest, parentSpanId: "" });
+}, 60_000);
+
+// Last: it uninstalls the SDK.
+it.skipIf(Boolean(skip))("no SDK at all: the sender's traceparent is the attribute as it came; a malformed one, or none, gives no attribute", async () => {
+  await telemetry.shutdown();
+  const sender = `00-${hex(16)}-${hex(8)}-01`;
+  await accept("cloud-trace-4", { traceparent: sender });
+  expect((await receiveOne()).attributes.traceparent).toBe(sender);
+  await accept("cloud-trace-5", { traceparent: "00-not-a-trace-01" });
   expect((await receiveOne()).attributes.traceparent).toBeUndefined();
-  await accept("cloud-trace-4", {});
+  await accept("cloud-trace-6", {});
   expect((await receiveOne()).attributes).not.toHaveProperty("traceparent");
 }, 60_000);
 
