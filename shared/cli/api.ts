@@ -38,16 +38,18 @@ export interface ApiClientOptions {
 type Method = "get" | "post" | "patch" | "delete";
 type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
 /** The request's options (`params.path`, `params.query`, `body`), required when the operation has required ones. */
-type InitArgs<Init> = RequiredKeys<Init> extends never ? [init?: Init & { [key: string]: unknown }] : [init: Init & { [key: string]: unknown }];
+type InitArgs<Init> = RequiredKeys<Init> extends never ? [init?: Init] : [init: Init];
 
 /**
  * One operation, typed by the document: `GET("/subscriptions/{id}", { params: { path: { id } } })`
- * resolves to the answer's data (the 2xx body) or throws an `ApiError`.
+ * resolves to the answer's data (the 2xx body) or throws an `ApiError`. The options are the
+ * operation's type itself, not one inferred from the call (as openapi-fetch's are), so a body or
+ * query field the operation does not have is refused too, not only a missing or mistyped one.
  */
-export type ApiCall<M extends Method> = <P extends ClientPathsWithMethod<WebhooksClient, M>, Init extends MaybeOptionalInit<paths[P], M>>(
+export type ApiCall<M extends Method> = <P extends ClientPathsWithMethod<WebhooksClient, M>>(
   path: P,
-  ...init: InitArgs<Init>
-) => Promise<MethodResponse<WebhooksClient, M, P, Init>>;
+  ...init: InitArgs<MaybeOptionalInit<paths[P], M>>
+) => Promise<MethodResponse<WebhooksClient, M, P>>;
 
 /** The 2xx data of an operation, by path and method: `ApiData<"/subscriptions/{id}", "get">`. */
 export type ApiData<P extends keyof paths, M extends Method = "get"> = P extends ClientPathsWithMethod<WebhooksClient, M> ? MethodResponse<WebhooksClient, M, P> : never;

@@ -86,6 +86,36 @@ describe("the typed client", () => {
     expect(readFileSync(SCHEMA_FILE, "utf8")).not.toContain('"/not-yet-committed"');
   }, 60_000);
 
+  it("a CLI call to a path, a parameter or a field the document lacks does not compile; the right ones do", async () => {
+    const ts = (await import("typescript")).default;
+    const dir = mkdtempSync(join(tmpdir(), "client-tsc-"));
+    try {
+      const file = join(dir, "calls.mts");
+      // Each wrong line names what it gets wrong; tsc must refuse exactly those lines.
+      writeFileSync(file, `
+        import type { ApiClient } from ${JSON.stringify(join(ROOT, "shared/cli/api.js"))};
+        export async function calls(api: ApiClient) {
+          const sub = await api.GET("/subscriptions/{id}", { params: { path: { id: "sub_1" } } });
+          const status: "active" | "degraded" | "disabled" = sub.status;
+          await api.POST("/subscriptions/{id}/pause", { params: { path: { id: sub.id } } });
+          await api.GET("/deliveries", { params: { query: { subscriptionId: sub.id, limit: 10 } } });
+          await api.GET("/subscription/{id}", { params: { path: { id: "sub_1" } } }); // WRONG: path
+          await api.GET("/deliveries", { params: { query: { subscription: "sub_1" } } }); // WRONG: query parameter
+          await api.POST("/subscriptions", { body: { endpoint: "https://example.com", eventTypes: ["a"] } }); // WRONG: body field
+          return [status, sub.nope]; // WRONG: answer field
+        }
+      `);
+      const program = ts.createProgram([file], { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, skipLibCheck: true, noEmit: true, types: [] });
+      const lines = readFileSync(file, "utf8").split("\n");
+      const refused = new Set(ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName === file).map((d) => d.file!.getLineAndCharacterOfPosition(d.start!).line));
+      const wrong = lines.flatMap((text, i) => (text.includes("// WRONG") ? [i] : []));
+      expect(wrong).toHaveLength(4);
+      expect([...refused].sort((a, b) => a - b)).toEqual(wrong);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it("packs as @multicloud-webhooks/client and works from the tarball against a platform", async () => {
     const out = mkdtempSync(join(tmpdir(), "client-pack-"));
     try {
