@@ -151,10 +151,12 @@ describe("the management function bundles", () => {
   it("carry the admin page's files (embedded, no folder to read at run time) and no storage or PGlite code; the queue client only for the relay's wake-up, loaded on first use; only they carry the page", async () => {
     for (const cloud of CLOUDS) {
       const index = await readFile(join(outDir, cloud, "management", "index.mjs"), "utf8");
-      // A piece of each file, as the browser gets it: index.html, app.js, app.css.
+      // A piece of each file, as the browser gets it: index.html, app.js, app.css, client.js.
       expect(index, cloud).toContain("<title>webhooks admin</title>");
       expect(index, cloud).toContain("webhooks.adminToken");
       expect(index, cloud).toContain("--fg: #1d2430");
+      // …and client.js, the page's calls on the generated client (shared/admin/client.ts, bundled).
+      expect(index, cloud).toContain("Generated from shared/admin/client.ts");
       // …and the customer portal's (shared/portal/): index.html, portal.js, portal.css, in a chunk
       // loaded when the portal is first served (not at a cold start).
       const chunks = await Promise.all((await readdir(join(outDir, cloud, "management", "chunks"))).filter((f) => f.endsWith(".mjs")).map((f) => readFile(join(outDir, cloud, "management", "chunks", f), "utf8")));
@@ -255,7 +257,7 @@ describe("the built management bundles serve the API and the page from their own
     const page = await call("GET", "/api/admin");
     expect(page.status).toBe(200);
     expect(page.text).toContain('src="/api/admin/app.js"');
-    for (const [file, type] of [["app.js", "text/javascript"], ["app.css", "text/css"]]) {
+    for (const [file, type] of [["app.js", "text/javascript"], ["app.css", "text/css"], ["client.js", "text/javascript"]]) {
       const asset = await call("GET", `/api/admin/${file}`);
       expect([asset.status, asset.type?.split(";")[0]], file).toEqual([200, type]);
     }
