@@ -32,6 +32,12 @@ export interface AccessRule {
   resource?: ResourceKind;
   /** The path parameter holding its id. Default: `id`. */
   param?: string;
+  /**
+   * `false`: a `write` left out of the audit log, for the calls a client repeats every few seconds
+   * whose effect is recorded elsewhere (a listener's pulls, heartbeats and answers: their attempts
+   * are in the attempt log; its attach and detach are audited). Default: audited.
+   */
+  audited?: false;
 }
 
 /**

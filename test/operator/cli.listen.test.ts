@@ -130,12 +130,15 @@ describeEachBackend("webhooks listen", (ctx) => {
     // B is held by the receiver (no answer) when the CLI is killed outright.
     const b = await send("listen.b", `evt_b_${ctx.backend}`);
     await until("B at the local receiver", () => local.got.some((g) => g.id === b));
+    // A second listen attaches meanwhile (so the subscription stays listened to however slowly it
+    // starts), then the first is killed outright.
+    const second = startListen(t, [subscriptionId, "--forward-to", local.url, "--lease", "120"]);
+    children.push(second.child);
+    await until("the second listener attached", () => second.err().includes("note: 1 other listener is attached"));
     first.child.kill("SIGKILL");
     expect(await first.exited).toBeNull();
 
-    // Another listen takes B over once the dead listener's 5 s lease has run out.
-    const second = startListen(t, [subscriptionId, "--forward-to", local.url, "--lease", "120"]);
-    children.push(second.child);
+    // The second takes B over once the dead listener's 5 s lease has run out.
     await until("B delivered again, to the second listener", () => local.got.filter((g) => g.id === b).length >= 2, 60_000);
     await until("B delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(b)}`)).status === "delivered");
     const logB = await attempts(b);
@@ -152,6 +155,12 @@ describeEachBackend("webhooks listen", (ctx) => {
     await until("D at the endpoint, from the relay", () => endpoint.got.some((g) => g.id === d), 30_000);
     expect(endpoint.got.find((g) => g.id === d)!.verified).toBe(true);
     await until("D delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(d)}`)).status === "delivered");
+
+    // The audit log has each listener's attach and detach, not its pulls, heartbeats and answers (the attempt log has those).
+    const audited = async (operation: string) => (await t.api("GET", `/audit-log?operation=${operation}`)).entries.length;
+    expect(await audited("attachListener")).toBe(2);
+    expect(await audited("detachListener")).toBe(1); // the killed one never detached
+    for (const op of ["pullListenerDeliveries", "listenerHeartbeat", "answerListenerDeliveries"]) expect(await audited(op), op).toBe(0);
   }, 240_000);
 
   it("errors clearly: the platform unreachable, a key without write access, no such subscription, the subscription deleted meanwhile", async () => {

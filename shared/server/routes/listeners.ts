@@ -90,6 +90,8 @@ export function listenerRoutes(ctx: PlatformContext): Route[] {
     }
   };
   const access = (action: "read" | "write") => ({ action, audience: "application", resource: "subscription" }) as const;
+  /** Pulls, heartbeats and answers come every few seconds: not audited (the attempt log has what they did). */
+  const repeated = { ...access("write"), audited: false } as const;
   return [
     route("POST", "/subscriptions/:id/listeners", {
       operationId: "attachListener", access: access("write"), tag: TAG, summary: "Attach a listener (webhooks listen)",
@@ -106,7 +108,7 @@ export function listenerRoutes(ctx: PlatformContext): Route[] {
       responses: { 200: { description: "The live listeners (oldest first).", schema: z.strictObject({ listeners: z.array(listenerSchema) }) } },
     }, async (req) => ({ status: 200, body: { listeners: await listListeners(db, req.params.id!) } })),
     route("POST", "/subscriptions/:id/listeners/:listenerId/pull", {
-      operationId: "pullListenerDeliveries", access: access("write"), tag: TAG, summary: "Pull due deliveries (long poll)",
+      operationId: "pullListenerDeliveries", access: repeated, tag: TAG, summary: "Pull due deliveries (long poll)",
       description: `Waits up to \`waitSeconds\` (at most ${MAX_WAIT_SECONDS}: every ingress's request limit allows it) for due deliveries and leases them to the listener, as a relay leases them (for its \`leaseSeconds\`; renewed by heartbeats naming them). Each comes with the exact body and headers the relay would send, signed now: forward them unchanged so the receiver verifies the signature, then answer. An empty list when nothing came due.`,
       body: pullBody, bodyRequired: false,
       responses: { 200: { description: "The deliveries leased (possibly none).", schema: z.strictObject({ deliveries: z.array(listenedDeliverySchema) }) }, ...gone },
@@ -126,7 +128,7 @@ export function listenerRoutes(ctx: PlatformContext): Route[] {
       });
     }),
     route("POST", "/subscriptions/:id/listeners/:listenerId/answers", {
-      operationId: "answerListenerDeliveries", access: access("write"), tag: TAG, summary: "Record the local answers",
+      operationId: "answerListenerDeliveries", access: repeated, tag: TAG, summary: "Record the local answers",
       description: "Each answer is the delivery's attempt, decided as the relay decides: 2xx delivered; 408, 425, 429, 5xx or no answer (`status: null` with `error`) retried with the subscription's backoff (Retry-After honoured), dead once exhausted; other statuses dead at once. Logged in the attempt log with the listener's id and the response headers; the endpoint's health is not touched. An answer for a delivery the listener no longer holds (its lease ran out) is logged as stale and changes nothing.",
       body: answersBody,
       responses: { 200: { description: "What each answer did.", schema: z.strictObject({ recorded: z.array(recordedSchema) }) } },
@@ -136,7 +138,7 @@ export function listenerRoutes(ctx: PlatformContext): Route[] {
       return { status: 200, body: { recorded: await recordListenerAnswers(db, subscriptionId, listenerId, answers, policy) } };
     }),
     route("POST", "/subscriptions/:id/listeners/:listenerId/heartbeat", {
-      operationId: "listenerHeartbeat", access: access("write"), tag: TAG, summary: "Keep a listener attached",
+      operationId: "listenerHeartbeat", access: repeated, tag: TAG, summary: "Keep a listener attached",
       description: "The listener stays attached another `leaseSeconds`, and the deliveries it names in `holding` keep their leases as long.",
       body: heartbeatBody, bodyRequired: false,
       responses: { 200: { description: "Still attached.", schema: listenerSchema }, ...gone },
