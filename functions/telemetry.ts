@@ -16,8 +16,9 @@
  * counted after its last push is lost if it is stopped before the next), except where exporting
  * is writing a log line (AWS's EMF: every invocation).
  *
- * A value the settings refuse (an unknown exporter, gRPC) is logged, once, and the function runs
- * without telemetry: a telemetry typo must not refuse webhooks.
+ * A value the settings refuse (an unknown exporter, gRPC), or an exporter that cannot be made
+ * (Azure's without a connection string), is logged, once, and the function runs without
+ * telemetry: a telemetry typo must not refuse webhooks.
  *
  * @example
  * export const handler = withTelemetry(AWS_TELEMETRY, (event) => handleIngest(awsRuntime(…), event));
@@ -63,8 +64,15 @@ export function functionTelemetry(cloud: CloudTelemetry, env: Record<string, str
       return undefined;
     }
     if (!settings) return undefined;
-    const [{ startTelemetry }, host] = await Promise.all([import("../shared/telemetry/sdk.js"), cloud.host(env)]);
-    const telemetry = await startTelemetry(settings, env, host);
+    let telemetry: Telemetry;
+    try {
+      const [{ startTelemetry }, host] = await Promise.all([import("../shared/telemetry/sdk.js"), cloud.host(env)]);
+      telemetry = await startTelemetry(settings, env, host);
+    } catch (error) {
+      // An exporter that cannot be made here (Azure without its connection string, …).
+      console.error(JSON.stringify({ level: "error", msg: `telemetry is off: ${(error as Error).message}` }));
+      return undefined;
+    }
     let metricsSentAt = Date.now();
     return {
       telemetry,

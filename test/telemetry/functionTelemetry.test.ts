@@ -18,7 +18,9 @@ import { AWS_TELEMETRY } from "../../functions/aws/telemetry.js";
 import { AZURE_TELEMETRY } from "../../functions/azure/telemetry.js";
 import { GCP_TELEMETRY } from "../../functions/gcp/telemetry.js";
 import { awsOtlpEndpoint, cloudWatchUnit, DEFAULT_EMF_NAMESPACE, EmfMetricExporter, postSigned } from "../../functions/aws/telemetryExporters.js";
-import { isGoogleTelemetryApi } from "../../functions/gcp/telemetryExporters.js";
+import { googleHeaders, isGoogleTelemetryApi } from "../../functions/gcp/telemetryExporters.js";
+import { functionTelemetry } from "../../functions/telemetry.js";
+import { vi } from "vitest";
 
 describe("exporter names per cloud", () => {
   it("AWS takes awsemf, Azure azure_monitor, beside otlp and console; no function offers prometheus (nothing scrapes a function)", () => {
@@ -128,4 +130,25 @@ describe("AWS: OTLP to an AWS endpoint is signed with SigV4", () => {
       await new Promise((r) => server.close(r));
     }
   });
+});
+
+describe("telemetry that cannot start does not stop the function", () => {
+  it("Azure's exporter without a connection string: logged once, and the function runs without telemetry", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await functionTelemetry(AZURE_TELEMETRY, { OTEL_TRACES_EXPORTER: "azure_monitor" })).toBeUndefined();
+      expect(logged.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringMatching(/telemetry is off: azure_monitor needs APPLICATIONINSIGHTS_CONNECTION_STRING/)]);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it("GCP without Google credentials: the export fails, and the next ones fail at once with the same error instead of asking again", async () => {
+    const headers = googleHeaders("hooks-test-project");
+    const first = await headers().then(() => undefined, (error: Error) => error);
+    // Outside Google Cloud with no credentials here; on a machine with them, nothing to show.
+    if (!first) return;
+    expect(first.message).toMatch(/the Telemetry API needs a Google token of the function's service account/);
+    expect(await headers().then(() => undefined, (error: Error) => error)).toBe(first);
+  }, 30_000);
 });
