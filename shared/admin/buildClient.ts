@@ -27,6 +27,8 @@ export async function adminClientBundle(): Promise<string> {
     logLevel: "silent",
     // esbuild names each input in a comment, relative to this folder: the same text from any directory.
     absWorkingDir: fileURLToPath(new URL("../..", import.meta.url)),
+    // …and through a symlinked node_modules alike (the path as seen from the repository, not its target).
+    preserveSymlinks: true,
   });
   return result.outputFiles[0]!.text;
 }

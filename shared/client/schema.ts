@@ -12822,6 +12822,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description Without the session's `x-csrf-token`, or from another origin (`csrf_failed`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            details?: unknown;
+                        };
+                    };
+                };
+            };
             /** @description This credential is not a portal session. */
             404: {
                 headers: {
