@@ -2,16 +2,12 @@
  * `webhooks portal link|links|revoke|settings`: the customer portal's links and settings (issue
  * 32, docs/portal.md). Operator commands: they need ADMIN_TOKEN or an operator key.
  */
-import { seg } from "../api.js";
+import type { ApiBody, ApiData } from "../api.js";
 import { intOption, UsageError, type Command } from "../command.js";
 import { printJson, record, table } from "../output.js";
 
-interface Session { id: string; createdAt: string; expiresAt: string; revokedAt: string | null }
-interface PortalLink {
-  id: string; applicationId: string; access: "read" | "write"; returnUrl: string | null; expiresAt: string; createdBy: string; createdAt: string;
-  usedAt: string | null; revokedAt: string | null; session: Session | null;
-}
-interface Settings { applicationId: string; frameAncestors: string[]; theme: { name: string | null; logoUrl: string | null; accentColor: string | null } }
+type PortalLink = ApiData<"/applications/{id}/portal-links">["links"][number];
+type Settings = ApiData<"/applications/{id}/portal-settings">;
 
 const stateOf = (l: PortalLink): string => {
   if (l.revokedAt) return "revoked";
@@ -41,9 +37,9 @@ Example:
   async run(inv) {
     const access = (inv.values.access as string | undefined) ?? "read";
     if (access !== "read" && access !== "write") throw new UsageError(`--access must be read or write; got ${JSON.stringify(access)}.`);
-    const body: Record<string, unknown> = { access, expiresInMinutes: intOption(inv, "expires", 60, 1, 1440) };
-    if (inv.values["return-url"] !== undefined) body.returnUrl = inv.values["return-url"];
-    const link = await inv.api().post<PortalLink & { url: string }>(`/applications/${seg(inv.positionals[0]!)}/portal-links`, body);
+    const body: ApiBody<"/applications/{id}/portal-links", "post"> = { access, expiresInMinutes: intOption(inv, "expires", 60, 1, 1440) };
+    if (inv.values["return-url"] !== undefined) body.returnUrl = inv.values["return-url"] as string;
+    const link = await inv.api().POST("/applications/{id}/portal-links", { params: { path: { id: inv.positionals[0]! } }, body });
     if (inv.json) inv.io.stdout(printJson(link));
     else inv.io.stdout(`Made ${link.id} (${link.access === "write" ? "read-write" : "read-only"}, for ${link.applicationId}, until ${link.expiresAt}). It opens the portal once:\n\n  ${link.url}\n\n`);
   },
@@ -58,7 +54,7 @@ export const portalLinks: Command = {
   options: { limit: { type: "string" } },
   positionals: [1, 1],
   async run(inv) {
-    const { links } = await inv.api().get<{ links: PortalLink[] }>(`/applications/${seg(inv.positionals[0]!)}/portal-links`, { limit: String(intOption(inv, "limit", 100, 1, 1000)) });
+    const { links } = await inv.api().GET("/applications/{id}/portal-links", { params: { path: { id: inv.positionals[0]! }, query: { limit: intOption(inv, "limit", 100, 1, 1000) } } });
     if (inv.json) inv.io.stdout(printJson(links));
     else if (links.length === 0) inv.io.stdout("No portal links.\n");
     else inv.io.stdout(table(links, [
@@ -86,10 +82,10 @@ Examples:
     const id = inv.positionals[0]!;
     if (id.startsWith("whpl_") || id.startsWith("whps_")) throw new UsageError("Give the id (pl_… or ps_…, as `webhooks portal links` shows it), not the token itself.");
     if (id.startsWith("pl_")) {
-      const link = await inv.api().delete<PortalLink>(`/portal-links/${seg(id)}`);
+      const link = await inv.api().DELETE("/portal-links/{id}", { params: { path: { id } } });
       inv.io.stdout(inv.json ? printJson(link) : `Revoked ${link.id}${link.session ? `; its session ${link.session.id} ended` : " (it had not been opened)"}.\n`);
     } else if (id.startsWith("ps_")) {
-      const session = await inv.api().delete<Session & { applicationId: string }>(`/portal-sessions/${seg(id)}`);
+      const session = await inv.api().DELETE("/portal-sessions/{id}", { params: { path: { id } } });
       inv.io.stdout(inv.json ? printJson(session) : `Ended ${session.id} (${session.applicationId}) at ${session.revokedAt}.\n`);
     } else {
       throw new UsageError(`${JSON.stringify(id)} is neither a portal link id (pl_…) nor a session id (ps_…).`);
@@ -119,7 +115,7 @@ Example:
   },
   positionals: [1, 1],
   async run(inv) {
-    const path = `/applications/${seg(inv.positionals[0]!)}/portal-settings`;
+    const path = { id: inv.positionals[0]! };
     const origins = inv.values["frame-ancestor"] as string[] | undefined;
     if (origins && inv.values["no-frame-ancestors"]) throw new UsageError("Give --frame-ancestor or --no-frame-ancestors, not both.");
     const theme: Record<string, string | null> = {};
@@ -127,11 +123,13 @@ Example:
       const v = inv.values[option] as string | undefined;
       if (v !== undefined) theme[field] = v === "" ? null : v;
     }
-    const body: Record<string, unknown> = {};
+    const body: ApiBody<"/applications/{id}/portal-settings", "patch"> = {};
     if (origins) body.frameAncestors = origins;
     if (inv.values["no-frame-ancestors"]) body.frameAncestors = [];
     if (Object.keys(theme).length) body.theme = theme;
-    const settings = Object.keys(body).length ? await inv.api().patch<Settings>(path, body) : await inv.api().get<Settings>(path);
+    const settings: Settings = Object.keys(body).length
+      ? await inv.api().PATCH("/applications/{id}/portal-settings", { params: { path }, body })
+      : await inv.api().GET("/applications/{id}/portal-settings", { params: { path } });
     inv.io.stdout(inv.json ? printJson(settings) : record({
       application: settings.applicationId,
       "frame ancestors": settings.frameAncestors.length ? settings.frameAncestors.join(" ") : "(none of its own)",
