@@ -5,7 +5,8 @@
  * own origin; links and sessions are revoked at once; everything is in the audit log; the page's
  * frame-ancestors follow the allow-lists; an attempt records what it sent, secrets redacted.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../shared/config.js";
 import { describeEachBackend } from "../support/databases.js";
 import { eventually, startTestPlatform, startTestReceiver, type TestPlatform, type TestReceiver } from "../operator/harness.js";
 
@@ -333,5 +334,15 @@ describeEachBackend("portal links and sessions", (ctx) => {
     // Another application's endpoint: as if it did not exist.
     const s = await session();
     expect((await call("GET", `/subscriptions/${otherSub}/stats`, { cookie: s.cookie })).status).toBe(404);
+  });
+});
+
+describe("PORTAL_FRAME_ANCESTORS", () => {
+  it("takes origins, and stops the start naming the variable on anything else", () => {
+    expect(loadConfig({ PORTAL_FRAME_ANCESTORS: "https://app.example.com, https://*.example.org,http://127.0.0.1:3000" }).PORTAL_FRAME_ANCESTORS).toBe("https://app.example.com, https://*.example.org,http://127.0.0.1:3000");
+    for (const bad of ["https://app.example.com/path", "app.example.com", "https://a.example; script-src *", "'self'", "ftp://a.example"]) {
+      expect(() => loadConfig({ PORTAL_FRAME_ANCESTORS: bad }), bad).toThrow(ConfigError);
+      expect(() => loadConfig({ PORTAL_FRAME_ANCESTORS: bad }), bad).toThrow(/PORTAL_FRAME_ANCESTORS: use comma-separated origins/);
+    }
   });
 });
