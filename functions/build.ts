@@ -182,6 +182,65 @@ const azureTrims: Plugin = {
 };
 
 /**
+ * Destinations beyond HTTP (issue 31): every cloud's relay carries every kind, since a customer's
+ * queue may be in any cloud (an AWS deployment delivering to a customer's Pub/Sub topic with the
+ * customer's key), each kind's SDK a chunk loaded on its first destination (senders.ts), never at
+ * cold start. Two trims of what the Service Bus kind cannot use there:
+ * - `@azure/identity`, for a destination without a connection string (the relay's own Entra ID
+ *   identity): on Azure, ManagedIdentityCredential alone with the app's user-assigned identity
+ *   (AZURE_CLIENT_ID, set on every app by stacks/azure/nodeFunctionApp.ts), not the package's every
+ *   credential; outside Azure there is no Azure identity to use, so it resolves to a module that
+ *   says to give a connection string (DefaultAzureCredential would try each credential and fail);
+ * - `@azure/service-bus` narrowed to the ServiceBusClient it uses, as for the inbound queue.
+ * Only the relay sends to destinations: the other functions reach senders.ts through the outbound
+ * module's index (and drop its code), but esbuild would still emit each kind's SDK chunk for its
+ * dynamic imports; there each kind's module resolves to one that says so.
+ */
+const SERVICE_BUS_DESTINATION = /shared[\\/]outbound[\\/]destinations[\\/]serviceBus\.ts$/;
+const DESTINATION_SENDERS = /shared[\\/]outbound[\\/]destinations[\\/]senders\.ts$/;
+
+function destinationTrims(cloud: Cloud, fn: FunctionName): Plugin {
+  return {
+    name: "destination-trims",
+    setup(b) {
+      if (fn !== "relay") {
+        b.onResolve({ filter: /^\.\/\w+\.js$/ }, (args) => (args.kind === "dynamic-import" && DESTINATION_SENDERS.test(args.importer) ? { path: args.importer, namespace: "destination-elsewhere" } : undefined));
+        b.onLoad({ filter: /.*/, namespace: "destination-elsewhere" }, async (args) => {
+          const opened = [...new Set([...(await readFile(args.path, "utf8")).matchAll(/\(await import\("\.\/\w+\.js"\)\)\.(\w+)/g)].map((m) => m[1]!))];
+          const refuse = `() => { throw new Error("Destinations are sent by the relay function; the ${fn} function's bundle carries no sender (functions/build.ts)."); }`;
+          return { contents: opened.map((name) => `export const ${name} = ${refuse};`).join("\n"), loader: "js" };
+        });
+      }
+      b.onResolve({ filter: /^@azure\/identity$/ }, (args) => (args.namespace === "file" && SERVICE_BUS_DESTINATION.test(args.importer) ? { path: args.importer, namespace: "destination-identity" } : undefined));
+      b.onLoad({ filter: /.*/, namespace: "destination-identity" }, async (args) => {
+        const used = new Set([...(await readFile(args.path, "utf8")).matchAll(/import\("@azure\/identity"\)\)\.(\w+)/g)].map((m) => m[1]));
+        if ([...used].some((u) => u !== "DefaultAzureCredential") || used.size === 0) throw new Error(`${args.path} uses ${[...used].join(", ") || "no DefaultAzureCredential"} of @azure/identity; functions/build.ts provides DefaultAzureCredential only there: update it.`);
+        if (cloud === "azure") {
+          return {
+            contents: [
+              `import { ManagedIdentityCredential } from "@azure/identity";`,
+              "// The app's user-assigned identity (AZURE_CLIENT_ID, set by the stack), as functions/azure/connections.ts uses it.",
+              "export class DefaultAzureCredential extends ManagedIdentityCredential { constructor() { super(process.env.AZURE_CLIENT_ID ? { clientId: process.env.AZURE_CLIENT_ID } : {}); } }",
+            ].join("\n"),
+            resolveDir: root,
+          };
+        }
+        return {
+          contents: `export class DefaultAzureCredential { constructor() { throw new Error("This Service Bus destination has no connection string, so the relay would send as its Azure managed identity, which a relay running on ${cloud.toUpperCase()} does not have: give destination.credentials.connectionString (a shared access policy with Send only)."); } }`,
+          loader: "js",
+        };
+      });
+      b.onResolve({ filter: /^@azure\/service-bus$/ }, (args) => (args.namespace === "file" && SERVICE_BUS_DESTINATION.test(args.importer) ? { path: args.importer, namespace: "destination-service-bus" } : undefined));
+      b.onLoad({ filter: /.*/, namespace: "destination-service-bus" }, async (args) => {
+        const used = new Set((await readFile(args.path, "utf8")).match(/\bsdk\.\w+/g));
+        if ([...used].some((u) => u !== "sdk.ServiceBusClient")) throw new Error(`${args.path} uses ${[...used].join(", ")} of @azure/service-bus; functions/build.ts re-exports ServiceBusClient only there: update it.`);
+        return { contents: `export { ServiceBusClient } from ${JSON.stringify(join(root, "node_modules/@azure/service-bus/dist-esm/src/serviceBusClient.js"))};`, resolveDir: root };
+      });
+    },
+  };
+}
+
+/**
  * Packages the platform provides, left out of the bundle: the Azure Node worker provides
  * `@azure/functions-core`; on GCP the buildpack installs the package.json dependencies below.
  */
@@ -262,7 +321,8 @@ export async function buildFunctions(outDir = join(root, "dist/functions"), opti
         legalComments: "none",
         // pg's optional native binding is never used; PGlite is for local runs only.
         external: externals(cloud),
-        plugins: [...handlerPlugins, ...(cloud === "azure" ? [trims, azureTrims] : [trims])],
+        // The destination trims first: they resolve some of our own relative imports (senders.ts's kinds).
+        plugins: [...handlerPlugins, destinationTrims(cloud, name), ...(cloud === "azure" ? [trims, azureTrims] : [trims])],
         metafile: true,
         // Bundled CommonJS dependencies call require(); give ESM output one. On GCP google-gax and
         // grpc-js also name __dirname at load (for proto directories the bundled clients never read).
