@@ -23,7 +23,7 @@ import type { Logger } from "pino";
 import type { Queryable } from "../../db/port.js";
 import { isUnreadableSecretError } from "../../crypto/subscriptionSecrets.js";
 import { signatureHeader } from "../signature.js";
-import type { DeliveryOutcome, DeliveryRequest } from "../transport.js";
+import { headersForLog, type DeliveryOutcome, type DeliveryRequest } from "../transport.js";
 import { classifyAmqpError, classifyAwsError, classifyGrpcError, classifyServiceBusError } from "./classify.js";
 import { describeDestination, openDestination, type OpenDestination, type QueueDestinationKind, type StoredDestination } from "./config.js";
 import { DestinationSendError, eventTypeOf, type DestinationClient, type DestinationMessage, type SendFailure } from "./message.js";
@@ -128,13 +128,16 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
     retryAfterSeconds: failure?.retryAfterSeconds ?? null,
   });
 
-  /** One send of `req` with the configuration `stored`: null when the service took it, else why not. */
-  const sendWith = async (id: string, stored: StoredDestination, req: DeliveryRequest, orderingKey: string | null): Promise<SendFailure | null> => {
+  /**
+   * One send of `req` with the configuration `stored`: `failure` null when the service took it,
+   * else why not; `sent` the attributes given to the service (null when nothing was sent).
+   */
+  const sendWith = async (id: string, stored: StoredDestination, req: DeliveryRequest, orderingKey: string | null): Promise<{ failure: SendFailure | null; sent: Record<string, string> | null }> => {
     let signature: string;
     try {
       signature = signatureHeader(req.secrets, req.webhookId, req.timestamp, req.body);
     } catch (error) {
-      return { result: "permanent", errorClass: "invalid_request", detail: (error as Error).message };
+      return { failure: { result: "permanent", errorClass: "invalid_request", detail: (error as Error).message }, sent: null };
     }
     const message: DestinationMessage = {
       webhookId: req.webhookId,
@@ -148,9 +151,9 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
     try {
       client = await clientFor(id, stored);
     } catch (error) {
-      if (isUnreadableSecretError(error)) return { result: "retryable", errorClass: "destination_secret_unreadable", detail: (error as Error).message };
+      if (isUnreadableSecretError(error)) return { failure: { result: "retryable", errorClass: "destination_secret_unreadable", detail: (error as Error).message }, sent: null };
       // The SDK refused the settings, or could not connect (RabbitMQ connects on open).
-      return CLASSIFY[stored.kind](error);
+      return { failure: CLASSIFY[stored.kind](error), sent: null };
     }
     const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
     const abort = new AbortController();
@@ -160,9 +163,9 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
         client.send(message, abort.signal),
         new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true })),
       ]);
-      return null;
+      return { failure: null, sent: message.attributes };
     } catch (error) {
-      return error instanceof DestinationSendError ? error.failure : client.classify(error);
+      return { failure: error instanceof DestinationSendError ? error.failure : client.classify(error), sent: message.attributes };
     } finally {
       clearTimeout(timer);
     }
@@ -182,14 +185,15 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
         // Only a transformation gives another url; a queue destination is not redirected.
         return outcome(started, { result: "permanent", errorClass: "transformation_failed", detail: `returned a url (${req.url.slice(0, 200)}); the subscription delivers to its ${stored.kind} destination, which a transformation cannot change (return body and headers only)` });
       }
-      let failure = await sendWith(id, stored, req, orderingKey);
-      if (failure) {
+      let sent = await sendWith(id, stored, req, orderingKey);
+      if (sent.failure) {
         // Corrected or rotated since it was read (a replay right after fixing the queue's name or a
         // key): sent again with the new configuration, as endpoint auth does with new credentials.
         const current = await configOf(id, true).catch(() => stored);
-        if (current && current.version !== stored.version) failure = await sendWith(id, current, req, orderingKey);
+        if (current && current.version !== stored.version) sent = await sendWith(id, current, req, orderingKey);
       }
-      return outcome(started, failure);
+      // The attempt log keeps the attributes as it keeps an HTTP attempt's headers (custom values redacted).
+      return { ...outcome(started, sent.failure), ...(sent.sent ? { requestHeaders: headersForLog(sent.sent) } : {}) };
     },
     async close() {
       // The relay calls it after its attempts finished; a later attempt (a restarted relay) opens new clients.

@@ -99,6 +99,8 @@ export function destinationContract(service: Service, options: { skip?: string; 
         }
         const [attempt] = await listAttempts(ctx.db, `${events[0]!.id}:${sub.id}`);
         expect(attempt).toMatchObject({ result: "delivered", errorClass: null, status: null });
+        // The attempt log keeps the attributes sent, as it keeps an HTTP attempt's headers.
+        expect(attempt!.requestHeaders).toMatchObject({ "webhook-id": `${events[0]!.id}:${sub.id}`, "content-type": "application/json" });
       });
 
       it("a delivery sent again carries the same id; a service that de-duplicates keeps one copy", async () => {

@@ -4,7 +4,8 @@
  *   faultyProxyTestPeer.ts) stands in front of it and answers the next sends with SQS's
  *   ThrottlingException; the answers it forwards are moto's.
  * - RabbitMQ: a message no queue is bound to receive is returned by the broker (mandatory), so the
- *   attempt fails as `unroutable` and is retried, and delivered once a queue is bound.
+ *   attempt fails as `unroutable` and is retried, and delivered once a queue is bound; a login the
+ *   broker refuses is dead-lettered as `access_denied`.
  */
 import { expect, it } from "vitest";
 import type { Database } from "../../../shared/db/port.js";
@@ -55,6 +56,26 @@ export function sqsThrottling(ctx: { db: () => Database }): void {
 }
 
 export function rabbitmqSpecifics(ctx: { db: () => Database }): void {
+  it("RabbitMQ: a login the broker refuses (a wrong password) is dead-lettered at once as access_denied", async () => {
+    const db = ctx.db();
+    const target = await rabbitmqService.target({ ordered: false });
+    try {
+      const destination = { ...target.destination, credentials: { username: "guest", password: "not-the-password" } };
+      const sub = await createSubscription(db, { destination, eventTypes: ["*"] });
+      await enqueue(db, { id: "evt-refused-login", type: "order.paid", data: {} });
+      const id = `evt-refused-login:${sub.id}`;
+      await withRelay(db, async () => {
+        await waitFor("dead-lettered", async () => (await getDelivery(db, id)).status === "dead", 20_000);
+      });
+      const attempts = await listAttempts(db, id);
+      expect(attempts.map((a) => [a.result, a.errorClass])).toEqual([["permanent", "access_denied"]]);
+      expect(attempts[0]!.responseExcerpt).toMatch(/403|ACCESS.REFUSED/);
+      expect(JSON.stringify(attempts)).not.toContain("not-the-password");
+    } finally {
+      await target.cleanup();
+    }
+  });
+
   it("RabbitMQ: a message no queue is bound to receive is retried as unroutable, and delivered once a queue is bound", async () => {
     const db = ctx.db();
     const amqp = await import("amqplib");
