@@ -60,7 +60,7 @@ function startListen(t: TestPlatform, args: string[], token = t.token): { child:
   return { child, out: () => out, err: () => err, exited };
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000, said?: () => string): Promise<T> {
+async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 120_000, said?: () => string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -114,7 +114,7 @@ describeEachBackend("webhooks listen", (ctx) => {
     });
 
     const a = await send("listen.a", `evt_a_${ctx.backend}`);
-    await until("A answered 500, then retried and delivered", () => local.got.filter((g) => g.id === a).length >= 2, 60_000);
+    await until("A answered 500, then retried and delivered", () => local.got.filter((g) => g.id === a).length >= 2);
     const deliveredA = await until("A delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(a)}`)).status === "delivered");
     expect(deliveredA).toBe(true);
     expect(local.got.filter((g) => g.id === a).every((g) => g.verified)).toBe(true);
@@ -132,27 +132,27 @@ describeEachBackend("webhooks listen", (ctx) => {
     await until("B at the local receiver", () => local.got.some((g) => g.id === b));
     // A second listen attaches meanwhile (so the subscription stays listened to however slowly it
     // starts), then the first is killed outright.
-    const second = startListen(t, [subscriptionId, "--forward-to", local.url, "--lease", "120"]);
+    const second = startListen(t, [subscriptionId, "--forward-to", local.url, "--lease", "300"]);
     children.push(second.child);
     await until("the second listener attached", () => second.err().includes("note: 1 other listener is attached"));
     first.child.kill("SIGKILL");
     expect(await first.exited).toBeNull();
 
     // The second takes B over once the dead listener's 5 s lease has run out.
-    await until("B delivered again, to the second listener", () => local.got.filter((g) => g.id === b).length >= 2, 60_000);
+    await until("B delivered again, to the second listener", () => local.got.filter((g) => g.id === b).length >= 2);
     await until("B delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(b)}`)).status === "delivered");
     const logB = await attempts(b);
     expect(logB.map((x) => [x.status, x.result])).toEqual([[200, "delivered"]]); // the killed listener answered nothing
     expect(endpoint.got).toEqual([]);
 
     // D is held by the receiver when the second listener gets Ctrl-C: released at once, the relay
-    // sends it to the endpoint long before that listener's 120 s lease would have run out.
+    // sends it to the endpoint long before that listener's 300 s lease would have run out.
     const d = await send("listen.d", `evt_d_${ctx.backend}`);
     await until("D at the local receiver", () => local.got.some((g) => g.id === d));
     second.child.kill("SIGINT");
     expect(await second.exited, second.err()).toBe(0);
     expect(second.err()).toContain(`Stopped listening; 1 delivery given back. The relays resume ${subscriptionId}.`);
-    await until("D at the endpoint, from the relay", () => endpoint.got.some((g) => g.id === d), 30_000);
+    await until("D at the endpoint, from the relay", () => endpoint.got.some((g) => g.id === d), 120_000);
     expect(endpoint.got.find((g) => g.id === d)!.verified).toBe(true);
     await until("D delivered", async () => (await t.api("GET", `/deliveries/${encodeURIComponent(d)}`)).status === "delivered");
 
@@ -161,7 +161,7 @@ describeEachBackend("webhooks listen", (ctx) => {
     expect(await audited("attachListener")).toBe(2);
     expect(await audited("detachListener")).toBe(1); // the killed one never detached
     for (const op of ["pullListenerDeliveries", "listenerHeartbeat", "answerListenerDeliveries"]) expect(await audited(op), op).toBe(0);
-  }, 240_000);
+  }, 420_000);
 
   it("errors clearly: the platform unreachable, a key without write access, no such subscription, the subscription deleted meanwhile", async () => {
     const away = startListen({ ...t, baseUrl: "http://127.0.0.1:9" }, [subscriptionId, "--forward-to", local.url]);
@@ -188,5 +188,5 @@ describeEachBackend("webhooks listen", (ctx) => {
     const usage = startListen(t, [subscriptionId]);
     expect(await usage.exited).toBe(2);
     expect(usage.err()).toContain("--forward-to is required");
-  }, 120_000);
+  }, 300_000);
 });
