@@ -65,17 +65,6 @@ export interface ApiClient {
   POST: ApiCall<"post">;
   PATCH: ApiCall<"patch">;
   DELETE: ApiCall<"delete">;
-  /**
-   * Untyped calls by a path string, kept while commands move to the typed ones above.
-   * @deprecated Use GET/POST/PATCH/DELETE, which the OpenAPI document types.
-   */
-  get<T = unknown>(path: string, query?: Record<string, string | undefined>): Promise<T>;
-  /** @deprecated Use POST. */
-  post<T = unknown>(path: string, body?: unknown): Promise<T>;
-  /** @deprecated Use PATCH. */
-  patch<T = unknown>(path: string, body: unknown): Promise<T>;
-  /** @deprecated Use DELETE. */
-  delete<T = unknown>(path: string): Promise<T>;
 }
 
 /** Builds a client on the generated one; path parameters are encoded by it. */
@@ -123,20 +112,12 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   }
 
-  /** The untyped calls' paths carry their query in `query`; the typed ones' in `params.query`. */
-  const untyped = (method: Uppercase<Method>, path: string, query?: Record<string, string | undefined>, body?: unknown) =>
-    call(method, path, { ...(query ? { params: { query: Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)) } } : {}), ...(body !== undefined ? { body } : {}) });
-
   return {
     GET: ((path: string, init?: Record<string, unknown>) => call("GET", path, init)) as ApiCall<"get">,
     // A POST without a body sends `{}`: the API's operations without one accept it, and some with an optional one need JSON.
     POST: ((path: string, init?: Record<string, unknown>) => call("POST", path, { body: {}, ...init })) as ApiCall<"post">,
     PATCH: ((path: string, init?: Record<string, unknown>) => call("PATCH", path, init)) as ApiCall<"patch">,
     DELETE: ((path: string, init?: Record<string, unknown>) => call("DELETE", path, init)) as ApiCall<"delete">,
-    get: (path, query) => untyped("GET", path, query) as never,
-    post: (path, body) => untyped("POST", path, undefined, body ?? {}) as never,
-    patch: (path, body) => untyped("PATCH", path, undefined, body) as never,
-    delete: (path) => untyped("DELETE", path) as never,
   };
 }
 
@@ -156,9 +137,4 @@ function refusedTokenMessage({ token, tokenSource }: ApiClientOptions): string {
     ? ` ${tokenSource.alsoSet.join(" and ")} ${tokenSource.alsoSet.length === 1 ? "is" : "are"} set too but ${tokenSource.name} comes first: unset it, or pass the one you mean with --token.`
     : " Pass an API key or the ADMIN_TOKEN printed at start with --token (or set WEBHOOKS_API_KEY / ADMIN_TOKEN).";
   return `The platform refused the token (401)${which}: wrong, or a revoked key.${others}`;
-}
-
-/** Encodes one path segment taken from user input. */
-export function seg(value: string): string {
-  return encodeURIComponent(value);
 }
