@@ -1,13 +1,15 @@
 /**
  * Learning the rate a rate-limited receiver accepts (issue 28; docs/outbound.md, "Rate-limited
  * receivers"). The model, in the database so every relay sharing it paces the endpoint together:
- * - a 429 says we went faster than the endpoint accepts. The completion write sets the endpoint's
- *   learnt rate to RATE_DECREASE × the rate it was accepting just before (the successes per second
- *   this relay saw, times the relays holding its deliveries), or of the rate it was paced at if that
- *   is lower; at most once per RATE_RELEARN_SECONDS (429s of requests already sent at the old pace
- *   are one signal, as TCP takes one reduction per window);
+ * - a 429 says we went faster than the endpoint accepts. The completion write takes the rate it
+ *   came at (paced: the pace less the share of it refused lately; not paced yet: the successes per
+ *   second this relay saw, times the relays holding its deliveries; never below RATE_MOST_DECREASE
+ *   of the pace) and sets the endpoint's learnt rate to RATE_DECREASE × it; at most once per
+ *   RATE_RELEARN_SECONDS (429s of requests already sent at the old pace are one signal, as TCP
+ *   takes one reduction per window);
  * - the claim paces the endpoint through the rate limiter's slots (sql/claimDeliveries.ts) at the
- *   learnt rate grown by RATE_PROBE_GROWTH per second since it was learnt: probing upwards slowly,
+ *   learnt rate grown since it was learnt: quickly (RATE_RECOVERY_GROWTH) back to RATE_RECOVER_SHARE
+ *   of the rate the 429 came at, then by RATE_PROBE_GROWTH per second, probing upwards slowly,
  *   until the next 429 sets it again;
  * - a 429 holds the endpoint (its Retry-After) only when the receiver refuses most requests
  *   (RATE_REFUSING_SHARE); the delivery that got it waits its Retry-After in any case;
@@ -16,14 +18,33 @@
  * This module holds the constants, the SQL of the pace, and the relay's window of successes.
  */
 
-/** After a 429, the pace restarts at this share of the rate accepted before it. */
+/** After a 429, the pace restarts at this share of the rate the 429 came at. */
 export const RATE_DECREASE = 0.85;
 /**
- * The pace grows by this share per second without a 429 (2 %: from 0.85 back to 1 in ~8 s). Slower
- * growth spaces the 429s (each holds the endpoint for its Retry-After) further apart; faster
- * recovers sooner from a low estimate. Measured in bench/ratelimit.ts (docs/outbound.md).
+ * The pace grows by this share per second without a 429 once it is back near the rate the last
+ * one came at (RATE_RECOVER_SHARE). Slower growth spaces the 429s further apart; faster recovers
+ * sooner from an estimate that came out low (the share of 429s it is read from lags: the last
+ * second's answers hold the faster pace's 429s). 2 % took 12 s from 0.8 of a 200/s limit back to
+ * it; 5 % takes 4.6 s, the 429s per delivered staying under 0.1 (bench/ratelimit.ts).
  */
-export const RATE_PROBE_GROWTH = 0.02;
+export const RATE_PROBE_GROWTH = 0.05;
+/**
+ * After a 429, the pace climbs back by this share per second (fast) until it reaches
+ * RATE_RECOVER_SHARE of the rate the 429 came at, and from there by RATE_PROBE_GROWTH (slow): the
+ * concave-then-convex probing of TCP CUBIC, in two straight pieces. The 429 says the limit is near
+ * the rate accepted just before it; climbing 2 % a second from 0.85 of it kept a 200/s backlog
+ * below 0.9 of the limit for the 8 s the climb took (bench/ratelimit.ts), and a receiver whose
+ * limit is below that rate answers 429 again, which sets both rates lower.
+ */
+export const RATE_RECOVERY_GROWTH = 0.3;
+/**
+ * The most one 429 lowers the rate it is taken to have come at, as a share of the pace then: as
+ * TCP halves its window at most per loss. Several relays each see a part of the endpoint's
+ * successes; one that saw few (four relays at 200/s: 16/s) took the pace from 239 to 54.
+ */
+export const RATE_MOST_DECREASE = 0.5;
+/** The share of the rate a 429 came at that the fast climb goes back to. */
+export const RATE_RECOVER_SHARE = 0.95;
 /** A stated quota is paced at this share of it (the rest absorbs the network's and our jitter). */
 export const RATE_STATED_SHARE = 0.95;
 /** The learnt rate is set again at most this often (s): the 429s of one second are one signal. */
@@ -47,12 +68,24 @@ export const ACCEPTED_MIN_SPAN_MS = 250;
 export const ACCEPTED_MIN_SAMPLE = 3;
 
 /**
- * SQL: the rate the learnt rate of subscription row `s` has grown to at time `at`. The exponent is
- * bounded (past 200 s it is ~370 times the learnt rate: no longer a limit in practice) so the
- * power never overflows.
+ * SQL: the rate the learnt rate of subscription row `s` has grown to at time `at`. With the rate
+ * its 429 came at (`limited_at_rate_per_second`): the fast climb up to RATE_RECOVER_SHARE of that
+ * rate, then the slow climb from there; the two pieces meet where the fast one reaches it, so the
+ * pace is the lower of them. Without it (learnt before migration 029): the slow climb from the
+ * learnt rate. NULL when nothing was learnt. The exponents are bounded (past 200 s the slow climb
+ * is hundreds of times where it started: no longer a limit in practice) so no power overflows.
  */
-export const grownRate = (s: string, at: string) =>
-  `(${s}.learned_rate_per_second * power(${1 + RATE_PROBE_GROWTH}::float8, LEAST(200, GREATEST(0, extract(epoch FROM ${at} - ${s}.learned_at)))::float8))`;
+export const grownRate = (s: string, at: string) => {
+  const seconds = `LEAST(200, GREATEST(0, extract(epoch FROM ${at} - ${s}.learned_at)))::float8`;
+  const learned = `${s}.learned_rate_per_second`;
+  const slow = `${learned} * power(${1 + RATE_PROBE_GROWTH}::float8, ${seconds})`;
+  const target = `(${RATE_RECOVER_SHARE} * ${s}.limited_at_rate_per_second)`;
+  // When the fast climb reaches the target (0 if the learnt rate is there already, at the floor).
+  const reached = `GREATEST(0, ln(GREATEST(${target}, ${learned}) / ${learned}) / ln(${1 + RATE_RECOVERY_GROWTH}::float8))`;
+  const fast = `${learned} * power(${1 + RATE_RECOVERY_GROWTH}::float8, ${seconds})`;
+  const onward = `GREATEST(${target}, ${learned}) * power(${1 + RATE_PROBE_GROWTH}::float8, GREATEST(0, ${seconds} - ${reached}))`;
+  return `(CASE WHEN ${s}.limited_at_rate_per_second IS NULL THEN ${slow} ELSE LEAST(${fast}, ${onward}) END)`;
+};
 
 /**
  * The successes per second each endpoint accepted lately, as this relay saw them: those in the last

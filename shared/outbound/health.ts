@@ -52,6 +52,8 @@ export interface HealthUpdate {
   acceptedPerSecond: number | null;
   /** The quota the receiver stated (RateLimit-Policy), the batch's last; null: it stated none. */
   statedPerSecond: number | null;
+  /** Of the 429s, the highest share of 429s among this relay's recent answers from the endpoint; null: none known. */
+  limitedShare: number | null;
 }
 
 /** Longest the receiver's "quota spent, resets in t s" holds the endpoint (as Retry-After's default bound). */
@@ -106,7 +108,7 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
     const id = c.delivery.subscriptionId;
     let u = bySub.get(id);
     if (!u) {
-      u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null };
+      u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, limitedShare: null };
       bySub.set(id, u);
     }
     u.throttleSeconds = Math.max(u.throttleSeconds, throttleOf(c));
@@ -116,6 +118,7 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
       u.rateLimited = true;
       const accepted = c.acceptedPerSecond ?? null;
       if (accepted !== null) u.acceptedPerSecond = Math.max(u.acceptedPerSecond ?? 0, accepted);
+      if (c.limitedShare !== undefined) u.limitedShare = Math.max(u.limitedShare ?? 0, c.limitedShare);
     } else if (c.outcome.result === "delivered") {
       u.succeeded = true;
       if (c.delivery.probe) u.probeSucceeded = true;

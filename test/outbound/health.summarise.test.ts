@@ -25,7 +25,7 @@ function completion(subscriptionId: string, kind: Kind, patch: { outcome?: Parti
 
 const batch = (sub: string, ...kinds: Kind[]) => kinds.map((k) => completion(sub, k));
 const update = (subscriptionId: string, patch: Partial<HealthUpdate>): HealthUpdate => ({
-  subscriptionId, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, ...patch,
+  subscriptionId, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, limitedShare: null, ...patch,
 });
 
 describe("summariseHealth", () => {

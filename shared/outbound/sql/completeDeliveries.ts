@@ -5,7 +5,7 @@ import { prepared } from "../../db/prepared.js";
 import type { HealthPolicy } from "../health.js";
 import { DEFAULT_HEALTH_POLICY, summariseHealth } from "../health.js";
 import type { Completion } from "../types.js";
-import { grownRate, RATE_DECREASE, RATE_FLOOR_PER_SECOND, RATE_RELEARN_SECONDS } from "../acceptedRate.js";
+import { grownRate, RATE_DECREASE, RATE_FLOOR_PER_SECOND, RATE_MOST_DECREASE, RATE_RELEARN_SECONDS } from "../acceptedRate.js";
 
 export interface HealthTransition {
   subscriptionId: string;
@@ -31,24 +31,31 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
-     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[])
-       AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated)
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[], $29::float8[])
+       AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated, limited_share)
    ),
    n AS (
      SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status, u.stated,
-            -- A 429 teaches the endpoint's rate again (acceptedRate.ts), once a second at most: the
-            -- rate accepted before it (this relay's view times the relays holding its deliveries),
-            -- or the pace it had, the lower, times RATE_DECREASE. Nothing to learn from without either.
+            -- A 429 teaches the endpoint's rate again (acceptedRate.ts), once a second at most:
+            -- paced, the pace less the share of it the receiver refused lately (every relay sees
+            -- the same share: its requests are a sample of all of them), never below
+            -- RATE_MOST_DECREASE of the pace; not paced yet, the rate accepted before it (this
+            -- relay's view times the relays holding its deliveries). That is limited_at; the learnt
+            -- rate is RATE_DECREASE times it. Nothing to learn from without either.
             u.limited AND (s.learned_at IS NULL OR s.learned_at <= now() - ${RATE_RELEARN_SECONDS} * interval '1 second')
               AND (u.accepted IS NOT NULL OR s.learned_rate_per_second IS NOT NULL) AS relearn,
-            LEAST(10000, GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_DECREASE} * LEAST(
-              COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
-                                     WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8),
-              COALESCE(${grownRate("s", "now()")}, 'Infinity'::float8)))) AS learned,
+            LEAST(10000, GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_MOST_DECREASE} * COALESCE(${grownRate("s", "now()")}, 0), CASE
+              WHEN s.learned_rate_per_second IS NOT NULL AND u.limited_share IS NOT NULL
+                THEN (1 - u.limited_share) * ${grownRate("s", "now()")}
+              ELSE LEAST(
+                COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
+                                       WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8),
+                COALESCE(${grownRate("s", "now()")}, 'Infinity'::float8))
+              END)) AS limited_at,
             CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures,
             -- Start of the current run of failures (the breaker's time window); NULL while none.
             CASE WHEN (CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END) = 0 THEN NULL
@@ -82,7 +89,8 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        consecutive_failures = m.failures,
        failing_since = m.since,
        last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
-       learned_rate_per_second = CASE WHEN m.relearn THEN m.learned ELSE s.learned_rate_per_second END,
+       learned_rate_per_second = CASE WHEN m.relearn THEN GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_DECREASE} * m.limited_at) ELSE s.learned_rate_per_second END,
+       limited_at_rate_per_second = CASE WHEN m.relearn THEN m.limited_at ELSE s.limited_at_rate_per_second END,
        learned_at = CASE WHEN m.relearn THEN now() ELSE s.learned_at END,
        stated_rate_per_second = COALESCE(m.stated, s.stated_rate_per_second),
        -- A 429 or Retry-After slows the endpoint itself: no claims for it until then (issue 15).
@@ -254,6 +262,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
       updates.map((u) => u.statedPerSecond),
       completions.map((c) => c.outcome.status === 429),
       completions.map((c) => (c.outcome.requestHeaders ? JSON.stringify(c.outcome.requestHeaders) : null)),
+      updates.map((u) => u.limitedShare),
     ],
   );
   const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));

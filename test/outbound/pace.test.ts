@@ -1,0 +1,107 @@
+/**
+ * The pace of a rate-limited endpoint (issue 28, docs/outbound.md "Rate-limited receivers"): after
+ * a 429 the claim paces the endpoint at the learnt rate (RATE_DECREASE of the rate the 429 came at)
+ * and climbs back quickly to RATE_RECOVER_SHARE of that rate, then slowly beyond it.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import {
+  grownRate, RATE_DECREASE, RATE_FLOOR_PER_SECOND, RATE_MOST_DECREASE, RATE_PROBE_GROWTH, RATE_RECOVER_SHARE, RATE_RECOVERY_GROWTH,
+} from "../../shared/outbound/acceptedRate.js";
+import { createRelay, createSubscription, enqueueMany, type Relay } from "../../shared/outbound/index.js";
+import { createTransport, type Transport } from "../../shared/outbound/transport.js";
+import { claimDueDeliveries } from "../../shared/outbound/sql/claimDeliveries.js";
+import { completeDeliveries } from "../../shared/outbound/sql/completeDeliveries.js";
+import { decideNext } from "../../shared/outbound/decide.js";
+import { DEFAULT_RETRY_POLICY } from "../../shared/outbound/retryPolicy.js";
+import { DEFAULT_HEALTH_POLICY } from "../../shared/outbound/health.js";
+import { describeEachBackend } from "../support/databases.js";
+import { startLimitedReceiver } from "./support/limitedReceiver.js";
+import { resetOutbound, waitFor } from "./support/receiver.js";
+
+/** The model in plain arithmetic: what the SQL must agree with. */
+const expectedPace = (learned: number, limitedAt: number | null, seconds: number) => {
+  if (limitedAt === null) return learned * (1 + RATE_PROBE_GROWTH) ** seconds;
+  const target = Math.max(learned, RATE_RECOVER_SHARE * limitedAt);
+  const reached = Math.log(target / learned) / Math.log(1 + RATE_RECOVERY_GROWTH);
+  return seconds <= reached ? learned * (1 + RATE_RECOVERY_GROWTH) ** seconds : target * (1 + RATE_PROBE_GROWTH) ** (seconds - reached);
+};
+
+describeEachBackend("the pace of a rate-limited endpoint", (ctx) => {
+  let transport: Transport;
+  let relay: Relay | undefined;
+  const stops: (() => Promise<void>)[] = [];
+  beforeAll(() => { transport = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 5000 }); });
+  afterAll(() => transport?.close());
+  afterEach(async () => {
+    await relay?.stop();
+    relay = undefined;
+    await Promise.all(stops.splice(0).map((stop) => stop()));
+    await resetOutbound(ctx.db);
+  });
+
+  const paceAfter = async (id: string, seconds: number) =>
+    Number((await ctx.db.query<{ pace: number }>(
+      `SELECT ${grownRate("s", `s.learned_at + ${seconds} * interval '1 second'`)} AS pace FROM outbound_subscriptions s WHERE s.id = $1`, [id])).rows[0]!.pace);
+
+  it("climbs quickly back to just below the rate the 429 came at, then slowly beyond it; without that rate, slowly from the start", async () => {
+    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/paced", eventTypes: ["*"] });
+    await ctx.db.query("UPDATE outbound_subscriptions SET learned_rate_per_second = 85, limited_at_rate_per_second = 100, learned_at = now() WHERE id = $1", [sub.id]);
+    for (const seconds of [0, 0.2, 0.4, 1, 3, 10]) {
+      expect(await paceAfter(sub.id, seconds), `after ${seconds} s`).toBeCloseTo(expectedPace(85, 100, seconds), 6);
+    }
+    // Within half a second it is back at 95 of the 100 the 429 came at (the slow climb alone would
+    // take 5.6 s), and from there it climbs slowly.
+    const reached = Math.log(95 / 85) / Math.log(1 + RATE_RECOVERY_GROWTH);
+    expect(reached).toBeLessThan(0.5);
+    expect(await paceAfter(sub.id, reached)).toBeCloseTo(95, 6);
+    expect(await paceAfter(sub.id, reached + 5)).toBeCloseTo(95 * (1 + RATE_PROBE_GROWTH) ** 5, 6);
+    // Learnt before the rate at the 429 was kept (or never limited there): the slow climb alone.
+    await ctx.db.query("UPDATE outbound_subscriptions SET limited_at_rate_per_second = NULL WHERE id = $1", [sub.id]);
+    expect(await paceAfter(sub.id, 1)).toBeCloseTo(85 * (1 + RATE_PROBE_GROWTH), 6);
+    await ctx.db.query("UPDATE outbound_subscriptions SET learned_rate_per_second = NULL, learned_at = NULL WHERE id = $1", [sub.id]);
+    expect((await ctx.db.query<{ pace: number | null }>(`SELECT ${grownRate("s", "now()")} AS pace FROM outbound_subscriptions s WHERE s.id = $1`, [sub.id])).rows[0]!.pace).toBeNull();
+  });
+
+  it.each([
+    // [what the relay saw, its successes per second, its share of 429s lately, the rate the 429 is taken to have come at, as a share of the pace]
+    ["paced: the pace less the share refused (every relay sees the same share)", 5, 0.1, 0.9],
+    ["paced, most refused: RATE_MOST_DECREASE of the pace at most", 5, 0.8, RATE_MOST_DECREASE],
+    ["paced, no share known: the relay's successes, but not below RATE_MOST_DECREASE of the pace", 5, undefined, RATE_MOST_DECREASE],
+  ] as const)("a 429, %s", async (_what, acceptedPerSecond, limitedShare, share) => {
+    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/few", eventTypes: ["*"] });
+    // Paced at 200 per second, and still while the test runs: learnt an hour ago, past the 200 s
+    // after which the climb stops (so the next 429 also teaches again).
+    await ctx.db.query("UPDATE outbound_subscriptions SET learned_rate_per_second = $2, limited_at_rate_per_second = NULL, learned_at = now() - interval '1 hour' WHERE id = $1",
+      [sub.id, 200 / (1 + RATE_PROBE_GROWTH) ** 200]);
+    const paceNow = Number((await ctx.db.query<{ pace: number }>(`SELECT ${grownRate("s", "now()")} AS pace FROM outbound_subscriptions s WHERE s.id = $1`, [sub.id])).rows[0]!.pace);
+    await ctx.db.transaction((tx) => enqueueMany(tx, [{ id: `few-${randomUUID()}`, type: "a.b", data: {} }]));
+    const [claimed] = await claimDueDeliveries(ctx.db, { limit: 1, leaseSeconds: 60, leaseToken: randomUUID() });
+    const outcome = { result: "retryable" as const, status: 429, latencyMs: 3, errorClass: "http_429", responseExcerpt: null, retryAfterSeconds: 1 };
+    await completeDeliveries(ctx.db, [{
+      delivery: claimed!, outcome, decision: decideNext(claimed!, outcome, DEFAULT_RETRY_POLICY), acceptedPerSecond, ...(limitedShare === undefined ? {} : { limitedShare }),
+    }], DEFAULT_HEALTH_POLICY);
+    const { rows: [row] } = await ctx.db.query<{ learned: number; limited_at: number }>(
+      "SELECT learned_rate_per_second AS learned, limited_at_rate_per_second AS limited_at FROM outbound_subscriptions WHERE id = $1", [sub.id]);
+    expect(paceNow).toBeCloseTo(200, 6);
+    expect(Number(row!.limited_at) / paceNow).toBeCloseTo(share, 6);
+    expect(Number(row!.learned)).toBeCloseTo(RATE_DECREASE * Number(row!.limited_at), 6);
+  });
+
+  it("a 429 keeps the rate it came at beside the learnt rate, which is RATE_DECREASE of it", async () => {
+    // 30 per second, burst 5, no RateLimit headers: the relay learns only from the 429s.
+    const limited = await startLimitedReceiver({ rate: 30, burst: 5 });
+    stops.push(limited.stop);
+    const sub = await createSubscription(ctx.db, { url: limited.url, eventTypes: ["*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, Array.from({ length: 60 }, (_, i) => ({ id: `p-${i}`, type: "a.b", data: { i } }))));
+    relay = createRelay({ db: ctx.db, transport, pollIntervalMs: 20 });
+    await relay.start();
+    const learnt = await waitFor("a rate learnt from a 429", async () => {
+      const { rows: [row] } = await ctx.db.query<{ learned: number | null; limited_at: number | null }>(
+        "SELECT learned_rate_per_second AS learned, limited_at_rate_per_second AS limited_at FROM outbound_subscriptions WHERE id = $1", [sub.id]);
+      return row!.learned !== null ? row! : null;
+    }, 60_000, 20);
+    expect(learnt!.limited_at).not.toBeNull();
+    expect(Number(learnt!.learned)).toBeCloseTo(Math.max(RATE_FLOOR_PER_SECOND, RATE_DECREASE * Number(learnt!.limited_at)), 6);
+  }, 90_000);
+});
