@@ -7,8 +7,8 @@
  * `sendTraceparent: false` gets none; a resend of the event is one more attempt of the same trace. The spans are read back from an OTLP/HTTP receiver (test/support/otlpTestPeer.ts) as the
  * SDK exports them, on both databases.
  *
- * Not covered here: the cloud queues' message attributes (SQS, Service Bus, Pub/Sub) and the
- * cloud bundles (issue 33 items 2 and 5 in the clouds, not done yet).
+ * The same through a cloud's queue and bundles: test/telemetry/cloudTraceContext.test.ts (the SQS
+ * message attribute) and test/wiring/aws.test.ts ("one trace through the bundles").
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
