@@ -60,6 +60,9 @@ import { inlineMessage } from "../../shared/cloud/inboundMessage.js";
 import { poisonEvent } from "../functions/support.js";
 import { expectRealtime, FORWARD_PARTNER, inboxRetryScenario, ONE_DRAIN, realtimeScenario, SCALED_ATTEMPT_TIMEOUT, scaled, startRealtimeReceiver, TIME_SCALE, wakeScenario, type RealtimeReceiver } from "./support/realtime.js";
 import { startLambdaInvokeTestPeer } from "../support/lambdaInvokeTestPeer.js";
+import { startOtlpTestPeer } from "../support/otlpTestPeer.js";
+import { SPANS } from "../../shared/telemetry/names.js";
+import { randomBytes } from "node:crypto";
 
 const DRIVER = fileURLToPath(new URL("./drivers/aws.mjs", import.meta.url));
 /** The Lambda runtime's Amazon CA bundle; here, a file holding the stand-ins' private CAs. */
@@ -593,5 +596,83 @@ describe("AWS wiring: issue 24, relayMode \"scheduled\": the management function
     // Each wake-up was an asynchronous, signed Invoke with the payload the relay reads as woken.
     expect(lambda.invocations.map((i) => ({ type: i.invocationType, payload: i.payload, signed: i.signed }))).toEqual([{ type: "Event", payload: { wake: true }, signed: true }]);
     expect(relayProcess.output()).toMatch(/"woken":true/);
+  }, 180_000);
+});
+
+describe("AWS wiring: issue 33, one trace through the bundles (must-show 1 in a cloud)", () => {
+  it("a signed webhook with the sender's traceparent, turned into an outbound event by the bundled handlers: ingest → SQS (message attribute) → processor → inbox → outbox → relay → HTTP delivery is one trace at the OTLP test peer, and the receiver gets the attempt's traceparent", async (t) => {
+    if (skip) return t.skip();
+    const peer = await startOtlpTestPeer();
+    closers.push(peer.close);
+    // The stack's telemetry settings as they are; its X-Ray endpoint (SigV4, not reachable here)
+    // resolved to the test peer, as AWS_ENDPOINT_URL resolves the SDKs' endpoints to moto.
+    const otel = (suffix: string) => {
+      const env = lambdaEnvironment(functionAt(suffix));
+      expect(env).toMatchObject({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `https://xray.${region}.amazonaws.com/v1/traces`, OTEL_METRICS_EXPORTER: "awsemf", OTEL_SERVICE_NAME: String(functionAt(suffix).body.function_name) });
+      return { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${peer.url}/v1/traces` };
+    };
+    const traced: { path: string; traceparent?: string }[] = [];
+    const relayed: Received[] = [];
+    const receiver = await listenLocal(() => createHttpServer((req, res) => {
+      traced.push({ path: req.url ?? "", traceparent: req.headers.traceparent as string | undefined });
+      verifyingHandler(SUBSCRIBER_SECRET, relayed, () => 200)(req, res);
+    }));
+    closers.push(receiver.close);
+    const guide = deployGuideSequence("aws");
+    await createSubscription(admin, { url: `http://127.0.0.1:${receiver.port}/traced`, eventTypes: [guide.subscribedPattern], secrets: [SUBSCRIBER_SECRET] });
+
+    const ingest = await start("ingress/ingest/function", { extraEnv: otel("ingress/ingest/function") });
+    const tracingProcessor = await start("workers/processor/function", { extraEnv: otel("workers/processor/function") });
+    const tracingRelay = await start("relay/relay/function", { extraEnv: { ALLOWED_DESTINATIONS: "127.0.0.1,::1,localhost", ...ONE_DRAIN, ...otel("relay/relay/function") } });
+
+    const senderTrace = randomBytes(16).toString("hex");
+    const senderSpan = randomBytes(8).toString("hex");
+    const id = `msg_trace_${Date.now()}`;
+    // The guide's partner event, for an order of its own (the order domain ignores a state it has seen).
+    const inbound = JSON.parse(guide.inboundBody) as { data: { order_id: string } };
+    inbound.data.order_id = `o-trace-${Date.now()}`;
+    const delivery = signedDelivery(id, JSON.stringify(inbound));
+    const event = apiEvent(guide.partner, { ...delivery, headers: { ...delivery.headers, traceparent: `00-${senderTrace}-${senderSpan}-01` } });
+    const answer = await ingest.invoke<{ statusCode: number; body: string }>("invoke", event);
+    expect(answer.statusCode, answer.body).toBe(202);
+    for (let i = 0; i < 50 && (await inboxEntry(admin, id, guide.partner))?.status !== "processed"; i++) {
+      const r = await pollOnce(sqs, queueUrl, queueArn, (e) => tracingProcessor.invoke("invoke", e));
+      expect(r.failed, tracingProcessor.output().slice(-3000)).toEqual([]);
+    }
+    expect(await inboxEntry(admin, id, guide.partner)).toMatchObject({ status: "processed" });
+    for (let i = 0; i < 5 && !traced.some((r) => r.path === "/traced"); i++) await tracingRelay.invoke("invoke", {});
+    const sent = traced.find((r) => r.path === "/traced");
+    expect(sent, tracingRelay.output().slice(-3000)).toBeDefined();
+    expect(relayed.find((r) => r.path === "/traced")?.verified).toBe(true);
+    // The receiver can continue the trace: the sender's trace id, the attempt's own span id.
+    expect(sent!.traceparent).toMatch(new RegExp(`^00-${senderTrace}-[0-9a-f]{16}-01$`));
+    const attemptSpanId = sent!.traceparent!.split("-")[2]!;
+
+    // Each function flushed its spans before its invocation returned.
+    const inTrace = peer.spans.filter((s) => s.traceId === senderTrace);
+    const one = (name: string, where: (s: (typeof inTrace)[number]) => boolean = () => true) => {
+      const found = inTrace.filter((s) => s.name === name && where(s));
+      expect(found.map((s) => `${s.name} (${s.serviceName})`), `${name} in ${JSON.stringify(inTrace.map((s) => s.name))}`).toHaveLength(1);
+      return found[0]!;
+    };
+    const ingested = one(SPANS.inboxIngest);
+    const processed = one(SPANS.inboxProcess);
+    const enqueued = one(SPANS.outboxEnqueue);
+    const attempt = one(SPANS.deliveryAttempt, (s) => s.spanId === attemptSpanId);
+    // One chain: the sender → ingest → (the SQS message's attribute) → processing → the handler's enqueue → the relay's attempt.
+    expect([ingested.parentSpanId, processed.parentSpanId, enqueued.parentSpanId, attempt.parentSpanId]).toEqual([senderSpan, ingested.spanId, processed.spanId, enqueued.spanId]);
+    expect([ingested.kind, processed.kind, enqueued.kind, attempt.kind]).toEqual([2, 5, 4, 3]); // server, consumer, producer, client
+    // Each hop from its own bundle, named as the stack names the function.
+    const service = (suffix: string) => String(functionAt(suffix).body.function_name);
+    expect([ingested.serviceName, processed.serviceName, enqueued.serviceName, attempt.serviceName])
+      .toEqual([service("ingress/ingest/function"), service("workers/processor/function"), service("workers/processor/function"), service("relay/relay/function")]);
+    expect(ingested.attributes).toMatchObject({ "webhooks.partner": guide.partner, "webhooks.outcome": "accepted", "http.response.status_code": 202 });
+    expect(attempt.attributes).toMatchObject({ "webhooks.outcome": "success", "server.address": "127.0.0.1" });
+    // The metrics went out as CloudWatch EMF lines on stdout (Lambda hands them to CloudWatch Logs),
+    // in the namespace the stack's OTEL_RESOURCE_ATTRIBUTES name (its dashboard's and alarms').
+    const namespace = /service\.namespace=([^,]+)/.exec(lambdaEnvironment(functionAt("relay/relay/function")).OTEL_RESOURCE_ATTRIBUTES ?? "")?.[1];
+    expect(namespace).toBeTruthy();
+    expect(tracingRelay.output()).toContain(`"_aws":{"Timestamp":`);
+    expect(tracingRelay.output()).toContain(`"CloudWatchMetrics":[{"Namespace":"${namespace}","Dimensions":[["outcome"]],"Metrics":[{"Name":"webhooks.delivery.attempts","Unit":"Count"}]}]},"outcome":"success"`);
   }, 180_000);
 });
