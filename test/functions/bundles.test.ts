@@ -30,7 +30,7 @@ import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secre
 import { buildFunctions, CLOUDS, type BuiltFunction } from "../../functions/build.js";
 import { migrate } from "../../shared/db/migrate.js";
 import { openPostgres } from "../../shared/db/postgres.js";
-import { createSubscription, enqueue } from "../../shared/outbound/index.js";
+import { createSubscription, enqueue, listAttempts } from "../../shared/outbound/index.js";
 import { startReceiver } from "../outbound/support/receiver.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 import { MOTO_CLIENT_CONFIG, MOTO_URL, motoAvailable } from "../support/emulators.js";
@@ -149,6 +149,38 @@ describe("the built relay bundle runs a transformation", () => {
     } finally {
       await fp?.stop();
       await receiver.close();
+      await database.drop();
+    }
+  }, 120_000);
+});
+
+/**
+ * Issue 31: off Azure, a Service Bus destination without a connection string cannot send as an
+ * Azure identity; the built AWS relay says what to give instead, in the attempt log.
+ */
+describe("the built AWS relay and a Service Bus destination without a connection string", () => {
+  const REPO = fileURLToPath(new URL("../..", import.meta.url));
+  it("records the attempt's refusal: give destination.credentials.connectionString", async (t) => {
+    if (!(await postgresAvailable())) return t.skip();
+    if (!(await node22())) return t.skip();
+    const database = await createServerDatabase();
+    let fp: FunctionProcess | undefined;
+    const db = openPostgres({ connectionString: database.url, max: 2 });
+    try {
+      await migrate(db);
+      const sub = await createSubscription(db, { destination: { kind: "servicebus", queue: "orders", namespace: "acme.servicebus.windows.net" }, eventTypes: ["bundle.sb"] });
+      await enqueue(db, { id: "bundle-sb1", type: "bundle.sb", data: {} });
+      fp = await startFunctionProcess({
+        driver: join(REPO, "test/wiring/drivers/aws.mjs"), bundleDir: join(outDir, "aws", "relay"), args: ["index.handler", "60", "relay"],
+        env: { WEBHOOKS_DATABASE_URL: database.url, WEBHOOKS_DATABASE_TLS: "disable", WEBHOOKS_RELAY_MODE: "scheduled", LOG_LEVEL: "warn", ENCRYPTION_KEYS: process.env.ENCRYPTION_KEYS ?? "" },
+      });
+      const summary = await fp.invoke<{ deliveriesAttempted: number }>("invoke", {}, 60_000);
+      expect(summary.deliveriesAttempted, fp.output().slice(-3000)).toBe(1);
+      const attempts = await listAttempts(db, `bundle-sb1:${sub.id}`);
+      expect(attempts.map((a) => a.responseExcerpt), fp.output().slice(-3000)).toEqual([expect.stringContaining("a relay running on AWS does not have: give destination.credentials.connectionString")]);
+    } finally {
+      await fp?.stop();
+      await db.close();
       await database.drop();
     }
   }, 120_000);
