@@ -123,7 +123,12 @@ describe("the typed client", () => {
       // published; scripts are asked for by name, since `npx vitest` runs with ignore-scripts set.
       const { npm_config_ignore_scripts: _ignored, ...env } = process.env;
       await run("npm", ["pack", "--ignore-scripts=false", "--pack-destination", out, "--loglevel", "error"], { cwd: CLIENT, env });
-      const tarball = join(out, "multicloud-webhooks-client-0.1.0.tgz");
+      // The package's one dependency is the one the repository's own code runs with.
+      const own = JSON.parse(readFileSync(join(CLIENT, "package.json"), "utf8"));
+      const root = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+      expect(own.dependencies).toEqual({ "openapi-fetch": root.dependencies["openapi-fetch"] });
+      expect(own.version, "the client is versioned with the platform whose API it types").toBe(root.version);
+      const tarball = join(out, `multicloud-webhooks-client-${own.version}.tgz`);
       const listed = (await run("tar", ["-tzf", tarball])).stdout.trim().split("\n").sort();
       expect(listed).toEqual(["package/README.md", "package/dist/index.d.ts", "package/dist/index.js", "package/dist/schema.d.ts", "package/dist/schema.js", "package/package.json"]);
       // A consumer's node_modules: the package and its one dependency.
