@@ -73,6 +73,12 @@ const benches: { script: string; env: Record<string, string>; table: RegExp[] }[
     env: { BENCH_CLOUDRELAY_EVENTS: "30", BENCH_CLOUDRELAY_ROUNDS: "1", BENCH_CLOUDRELAY_MODES: "scheduled", BENCH_CLOUDRELAY_ONLY: "aws", BENCH_CLOUDRELAY_RESULTS: "" },
     table: [RULE, /^aws: memory_size \d+ MB \/ 1769 MB per vCPU +scheduled/m, /no results file written/],
   },
+  {
+    // Three kinds (moto, the Service Bus test peer, RabbitMQ): the others run the same code against their stand-ins.
+    script: "bench:destinations",
+    env: { BENCH_MESSAGES: "20", BENCH_ROUNDS: "1", BENCH_KINDS: "sqs,servicebus,rabbitmq" },
+    table: [RULE, /relay ÷ SDK/, /^sqs \(moto\), 20 /m, /^servicebus \(test peer\), 20 /m, /^rabbitmq \(local broker\), 20 /m],
+  },
 ];
 
 describe("the benchmarks the README quotes", () => {
