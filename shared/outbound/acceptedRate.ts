@@ -23,11 +23,11 @@ export const RATE_DECREASE = 0.85;
 /**
  * The pace grows by this share per second without a 429 once it is back near the rate the last
  * one came at (RATE_RECOVER_SHARE). Slower growth spaces the 429s further apart; faster recovers
- * sooner from an estimate that came out low (the share of 429s it is read from lags: the last
- * second's answers hold the faster pace's 429s). 2 % took 12 s from 0.8 of a 200/s limit back to
- * it; 5 % takes 4.6 s, the 429s per delivered staying under 0.1 (bench/ratelimit.ts).
+ * sooner from an estimate that came out low. 5 % was tried against 2 % (bench/ratelimit.ts, one
+ * run each at load 6-7): no clear gain in the share of the limit reached, up to twice the 429s
+ * per delivered with four relays (0.34 and 0.40 against 0.19 and 0.23).
  */
-export const RATE_PROBE_GROWTH = 0.05;
+export const RATE_PROBE_GROWTH = 0.02;
 /**
  * After a 429, the pace climbs back by this share per second (fast) until it reaches
  * RATE_RECOVER_SHARE of the rate the 429 came at, and from there by RATE_PROBE_GROWTH (slow): the

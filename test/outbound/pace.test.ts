@@ -64,10 +64,11 @@ describeEachBackend("the pace of a rate-limited endpoint", (ctx) => {
   });
 
   it.each([
-    // [what the relay saw, its successes per second, its share of 429s lately, the rate the 429 is taken to have come at, as a share of the pace]
-    ["paced: the pace less the share refused (every relay sees the same share)", 5, 0.1, 0.9],
-    ["paced, most refused: RATE_MOST_DECREASE of the pace at most", 5, 0.8, RATE_MOST_DECREASE],
-    ["paced, no share known: the relay's successes, but not below RATE_MOST_DECREASE of the pace", 5, undefined, RATE_MOST_DECREASE],
+    // [what the relay saw, its successes per second (it alone holds deliveries), its share of 429s lately, the rate the 429 is taken to have come at, as a share of the pace (200/s)]
+    ["its successes, when they are the lower", 150, 0.1, 0.75],
+    ["the pace less the share refused, when that is the lower (every relay sees the same share)", 190, 0.1, 0.9],
+    ["few successes (its part of several relays' work): RATE_MOST_DECREASE of the pace at most", 5, 0.1, RATE_MOST_DECREASE],
+    ["no share known: its successes", 150, undefined, 0.75],
   ] as const)("a 429, %s", async (_what, acceptedPerSecond, limitedShare, share) => {
     const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/few", eventTypes: ["*"] });
     // Paced at 200 per second, and still while the test runs: learnt an hour ago, past the 200 s

@@ -41,16 +41,17 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
    n AS (
      SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status, u.stated,
             -- A 429 teaches the endpoint's rate again (acceptedRate.ts), once a second at most:
-            -- paced, the pace less the share of it the receiver refused lately (every relay sees
-            -- the same share: its requests are a sample of all of them), never below
-            -- RATE_MOST_DECREASE of the pace; not paced yet, the rate accepted before it (this
-            -- relay's view times the relays holding its deliveries). That is limited_at; the learnt
+            -- the rate accepted before it (this relay's view times the relays holding its
+            -- deliveries) or, paced, the pace less the share of it the receiver refused lately
+            -- (every relay sees the same share: its requests are a sample of all of them), the
+            -- lower; never below RATE_MOST_DECREASE of the pace. That is limited_at; the learnt
             -- rate is RATE_DECREASE times it. Nothing to learn from without either.
             u.limited AND (s.learned_at IS NULL OR s.learned_at <= now() - ${RATE_RELEARN_SECONDS} * interval '1 second')
               AND (u.accepted IS NOT NULL OR s.learned_rate_per_second IS NOT NULL) AS relearn,
             LEAST(10000, GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_MOST_DECREASE} * COALESCE(${grownRate("s", "now()")}, 0), CASE
               WHEN s.learned_rate_per_second IS NOT NULL AND u.limited_share IS NOT NULL
-                THEN (1 - u.limited_share) * ${grownRate("s", "now()")}
+                THEN LEAST((1 - u.limited_share) * ${grownRate("s", "now()")}, COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
+                                       WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8))
               ELSE LEAST(
                 COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
                                        WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8),
