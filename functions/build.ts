@@ -109,8 +109,12 @@ const trims: Plugin = {
       contents: `module.exports = new Proxy({}, { get(_, key) { if (typeof key === "symbol" || key === "__esModule" || key === "then") return undefined; throw new Error("@google-cloud/pubsub's protos are not bundled in the functions (functions/build.ts)"); } });`,
       loader: "js",
     }));
+    // Without side effects: a function that imports transport.ts only for a helper (management's
+    // listeners.ts: classifyStatus, DEFAULT_USER_AGENT) and never makes a transport then carries no
+    // undici (~280 KiB at import, llhttp's WebAssembly included); CommonJS files count as having side
+    // effects, so esbuild would otherwise keep every require of this module wherever transport.ts is.
     b.onResolve({ filter: /^undici$/ }, (args) =>
-      args.importer.startsWith(join(root, "shared")) ? { path: "undici-agent", namespace: "trims" } : undefined);
+      args.importer.startsWith(join(root, "shared")) ? { path: "undici-agent", namespace: "trims", sideEffects: false } : undefined);
     b.onLoad({ filter: /^zod-locales-en$/, namespace: "trims" }, () => ({
       contents: `export { default as en } from ${JSON.stringify(join(root, "node_modules/zod/v4/locales/en.js"))};`,
       resolveDir: root,

@@ -5,20 +5,15 @@
 import type { Request, Response } from "@google-cloud/functions-framework";
 import { acceptWebhook, NOT_READY_RETRY_AFTER_SECONDS } from "../../shared/cloud/acceptWebhook.js";
 import { inboxProcessorFor } from "../../shared/cloud/inboxProcessor.js";
-import { prepareDatabase } from "../../shared/cloud/prepareDatabase.js";
 import { processInbound } from "../../shared/cloud/processInbound.js";
 import { runScheduledRelay } from "../../shared/cloud/relay.js";
-import { FunctionConfigError } from "../../shared/cloud/settings.js";
 import type { HeaderBag } from "../../shared/inbound/verify/index.js";
 import type { ReceivedMessage } from "../../shared/queue/port.js";
 import { handlePubSubPush } from "../../shared/queue/triggers/pubsub.js";
 import type { GcpRuntime } from "./runtime.js";
 import { observeGauges } from "../telemetry.js";
 import { GCP_TELEMETRY } from "./telemetry.js";
-
-function sendJson(res: Response, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.status(status).set({ "content-type": "application/json; charset=utf-8", ...headers }).send(JSON.stringify(body));
-}
+import { sendJson } from "./sendJson.js";
 
 /** `POST …/webhooks/<partner>` (API Gateway keeps the path). */
 export async function ingestHttp(runtime: GcpRuntime, req: Request, res: Response): Promise<void> {
@@ -117,34 +112,4 @@ export async function relayHttp(runtime: GcpRuntime, req: Request, res: Response
   await observeGauges(GCP_TELEMETRY, db);
   const woken = isWakeUp(req.body);
   sendJson(res, 200, await runScheduledRelay(db, runtime.tuning, runtime.logger, () => deadline - Date.now(), { mode: runtime.settings.WEBHOOKS_RELAY_MODE, woken }));
-}
-
-/**
- * The deploy's migrate step (Cloud Scheduler job, run by the deploy after `cdktf deploy`): as the
- * owner (`DATABASE_ADMIN_URL`), apply the migrations and make the application role whose name and
- * password are those of `DATABASE_URL`, so the role always matches what the other functions dial.
- * 200 with what was applied; 500 with the error's message (the job's run fails).
- */
-export async function migrateHttp(runtime: GcpRuntime, _req: Request, res: Response): Promise<void> {
-  try {
-    const app = appRoleOf(runtime.settings.DATABASE_URL);
-    const owner = await runtime.ownerDatabase();
-    try {
-      const result = await prepareDatabase(owner, app);
-      runtime.logger.info(result, "database migrated; application role ready");
-      sendJson(res, 200, result);
-    } finally {
-      await owner.close();
-    }
-  } catch (error) {
-    runtime.logger.error({ err: error }, "migrate failed");
-    sendJson(res, 500, { error: { code: "migrate_failed", message: (error as Error).message } });
-  }
-}
-
-function appRoleOf(url: string | undefined): { appRole: string; password: string } {
-  if (!url) throw new FunctionConfigError("Set DATABASE_URL (the application role's URL): migrate gives that role its name and password.");
-  const parsed = new URL(url);
-  if (!parsed.username || !parsed.password) throw new FunctionConfigError("DATABASE_URL must name the application role and its password (postgres://webhooks_app:…@host:5432/webhooks).");
-  return { appRole: decodeURIComponent(parsed.username), password: decodeURIComponent(parsed.password) };
 }

@@ -1,5 +1,5 @@
 import { http } from "@google-cloud/functions-framework";
-import { migrateHttp } from "./handlers.js";
+import { migrateHttp } from "./migrateHttp.js";
 import { gcpRuntime } from "./runtime.js";
 import { runAsProduction } from "./production.js";
 

@@ -187,7 +187,7 @@ describe("the built AWS relay and a Service Bus destination without a connection
 });
 
 describe("the management function bundles", () => {
-  it("carry the admin page's files (embedded, no folder to read at run time) and no storage or PGlite code; the queue client only for the relay's wake-up, loaded on first use; only they carry the page", async () => {
+  it("carry the admin page's files (embedded, no folder to read at run time) and no storage, PGlite or delivery transport (undici) code; the queue client only for the relay's wake-up, loaded on first use; only they carry the page", async () => {
     for (const cloud of CLOUDS) {
       const index = await readFile(join(outDir, cloud, "management", "index.mjs"), "utf8");
       // A piece of each file, as the browser gets it: index.html, app.js, app.css, client.js.
@@ -205,6 +205,9 @@ describe("the management function bundles", () => {
       expect(portal, cloud).toContain("--accent: #0b7285");
       expect(index, cloud).not.toContain("The customer portal: plain browser JavaScript");
       expect(has(`${cloud}/management`, /node_modules\/(@aws-sdk\/client-sqs|@aws-sdk\/client-s3|@azure\/storage-blob|@google-cloud\/storage|@electric-sql)\//), cloud).toBe(false);
+      // The API sends no deliveries: listeners.ts takes two helpers of transport.ts, not its undici
+      // pool (~280 KiB at import when the build kept it: functions/build.ts, trims).
+      expect(has(`${cloud}/management`, /node_modules\/undici\//), cloud).toBe(false);
       // relayMode "scheduled" (issue 24): the management function wakes the relay through the
       // cloud's own client (Lambda Invoke, the wake-up topic, the wake-up queue), imported when the
       // first wake-up is sent: a cold start of the API does not load it.

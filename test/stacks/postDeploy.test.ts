@@ -2,7 +2,7 @@
  * The deploy's post-step: the migrate step judged by the migrate function's own answer. Two TEST
  * PEERS stand in for what does not run here: the clouds' CLIs (`exec`, answering as `gcloud` and
  * `az` do for the commands used; it does not model their authentication), and the deployed
- * migrate function, a local HTTP server answering as functions/gcp/handlers.ts's migrateHttp and
+ * migrate function, a local HTTP server answering as functions/gcp/migrateHttp.ts's migrateHttp and
  * functions/azure/migrate.ts's httpHandler do (200 with the PrepareResult, 500 with the error);
  * it does not model Cloud Run's or the Functions host's own authentication.
  */
