@@ -21,6 +21,7 @@ import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { openDatabase } from "../shared/db/open.js";
 import type { Database } from "../shared/db/port.js";
+import { preparedName } from "../shared/db/prepared.js";
 import { createSubscription, enqueueMany } from "../shared/outbound/index.js";
 import { claimDueDeliveries, leaseWrite } from "../shared/outbound/sql/claimDeliveries.js";
 import { completeDeliveries } from "../shared/outbound/sql/completeDeliveries.js";
@@ -136,7 +137,7 @@ async function claimBuffers(db: Database): Promise<{ buffers: number; entries: n
         total += (plan["Shared Hit Blocks"] ?? 0) + (plan["Shared Read Blocks"] ?? 0);
         walk(plan);
         // The lock statement's rows feed the claim statement; the claim's own rows are not needed.
-        return text.trimStart().startsWith("SELECT s.id") ? tx.query(text, values) : { rows: [], rowCount: 0 };
+        return preparedName(text) === "outbound_claim_lock" ? tx.query(text, values) : { rows: [], rowCount: 0 };
       },
     };
     await claimDueDeliveries(spy as never, { limit: BATCH, leaseSeconds: 60, leaseToken: randomUUID(), relayId, perSubscription: BATCH });
