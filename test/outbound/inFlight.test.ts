@@ -39,6 +39,24 @@ async function startGatedReceiver(limit: number): Promise<{ receiver: Receiver; 
   return { receiver, most: () => most };
 }
 
+/**
+ * What a completion writing a subscription's health does: its row locked by another transaction
+ * until `release` commits it.
+ */
+async function holdSubscriptionRow(db: Database, id: string): Promise<{ release: () => Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => { release = r; });
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => { locked = r; });
+  const holder = db.transaction(async (tx) => {
+    await tx.query("UPDATE outbound_subscriptions SET consecutive_failures = consecutive_failures WHERE id = $1", [id]);
+    locked();
+    await released;
+  });
+  await isLocked;
+  return { release: async () => { release(); await holder; } };
+}
+
 const setMaxInFlight = (db: Database, id: string, n: number) => db.query("UPDATE outbound_subscriptions SET max_in_flight = $2 WHERE id = $1", [id, n]);
 
 describeEachBackend("in-flight limits and fair claims", (ctx) => {
@@ -109,17 +127,7 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
     const held = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/held", eventTypes: ["held.*"] });
     const free = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/free", eventTypes: ["free.*"] });
     await ctx.db.transaction((tx) => enqueueMany(tx, [...events("held", 2, "held.x"), ...events("free", 2, "free.x")]));
-    let release!: () => void;
-    const released = new Promise<void>((r) => { release = r; });
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => { locked = r; });
-    // What a completion of `held`'s failed attempts does: its subscription row locked until commit.
-    const holder = ctx.db.transaction(async (tx) => {
-      await tx.query("UPDATE outbound_subscriptions SET consecutive_failures = consecutive_failures + 1 WHERE id = $1", [held.id]);
-      locked();
-      await released;
-    });
-    await isLocked;
+    const holder = await holdSubscriptionRow(ctx.db, held.id);
     const skipped: number[] = [];
     try {
       const claimed = await Promise.race([
@@ -129,8 +137,7 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
       expect(claimed === "waited for the held subscription" ? claimed : claimed.map((d) => d.subscriptionId)).toEqual([free.id, free.id]);
       expect(skipped).toEqual([1]);
     } finally {
-      release();
-      await holder;
+      await holder.release();
     }
     // Once the holder has committed, the next claim takes what was skipped.
     const next = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), onBusy: (n) => skipped.push(n) });
@@ -142,16 +149,7 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
     if (ctx.backend === "pglite") return t.skip();
     receiver = await startReceiver();
     const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
-    let release!: () => void;
-    const released = new Promise<void>((r) => { release = r; });
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => { locked = r; });
-    const holder = ctx.db.transaction(async (tx) => {
-      await tx.query("UPDATE outbound_subscriptions SET consecutive_failures = 0 WHERE id = $1", [sub.id]);
-      locked();
-      await released;
-    });
-    await isLocked;
+    const holder = await holdSubscriptionRow(ctx.db, sub.id);
     // A poll a minute away: only the relay's own second look can find the delivery in time.
     const relay = createRelay({ db: await dbForRelay(), transport, pollIntervalMs: 60_000 });
     relays.push(relay);
@@ -159,8 +157,7 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
     await ctx.db.transaction((tx) => enqueueMany(tx, events("skipped", 1))); // its NOTIFY wakes the relay, whose claim skips it
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.received).toHaveLength(0);
-    release();
-    await holder;
+    await holder.release();
     await waitFor("the skipped delivery to arrive", () => receiver!.received.length === 1, 15_000);
   });
 
