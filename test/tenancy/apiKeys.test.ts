@@ -14,6 +14,8 @@ import { NotFoundError, OutboundValidationError } from "../../shared/outbound/er
 import { createApiKey, identifyKey, listApiKeys, revokeApiKey } from "../../shared/tenancy/apiKeys.js";
 import { createApplication } from "../../shared/tenancy/applications.js";
 import { apiKeyAuthenticator } from "../../shared/tenancy/authenticate.js";
+import { SESSION_COOKIE } from "../../shared/portal/sessionAuth.js";
+import { createPortalLink, csrfTokenFor, openPortalSession } from "../../shared/portal/sessions.js";
 import { createServerDatabase, postgresAvailable } from "../support/databases.js";
 
 const available = await postgresAvailable();
@@ -166,6 +168,22 @@ describe.skipIf(!available)("API keys", () => {
     for (const [what, authorization] of refused) expect(await auth({ authorization }), what).toBeUndefined();
     await revokeApiKey(db, k.id, { revokedBy: "ops" });
     expect(await auth({ authorization: `Bearer ${k.key}` })).toBeUndefined();
+  });
+
+  it("without an Authorization header, a portal session's cookie: the request's method decides the CSRF check, a GET when none is given", async () => {
+    const auth = apiKeyAuthenticator(db, "an-admin-token-of-enough-length");
+    const app = await createApplication(db, { name: "Portal" });
+    const link = await createPortalLink(db, app.id, { access: "write" }, { createdBy: "ops" });
+    const { session, token } = await openPortalSession(db, link.token);
+    const cookie = `${SESSION_COOKIE}=${token}`;
+    const asSession = { kind: "key", keyId: session.sessionId, applicationId: app.id, access: "write" };
+    expect(await auth({ cookie }, { method: "GET" })).toMatchObject(asSession);
+    expect(await auth({ cookie })).toMatchObject(asSession); // no method given: read as a GET
+    // A change made with the cookie needs the session's CSRF token.
+    await expect(auth({ cookie }, { method: "POST" })).rejects.toMatchObject({ code: "csrf_failed" });
+    expect(await auth({ cookie, "x-csrf-token": csrfTokenFor(token) }, { method: "POST" })).toMatchObject(asSession);
+    // With an Authorization header the cookie is not read.
+    expect(await auth({ cookie, authorization: "Bearer whk_nothing" }, { method: "GET" })).toBeUndefined();
   });
 
   it("lists keys in id order, 100 a page by default, after an id, by application, active only", async () => {
