@@ -66,7 +66,11 @@ describeEachBackend("rate limits and attempt timeouts", (ctx) => {
     const most = Math.max(...arrivals.map((t) => arrivals.filter((u) => u >= t && u < t + 1000).length));
     expect(most, `arrivals (ms): ${arrivals.map((t) => Math.round(t - arrivals[0]!)).join(" ")}`).toBeLessThanOrEqual(10);
     expect(most).toBeGreaterThanOrEqual(5); // limited, not stalled (the spacing keeps a margin below 10: ~7.7 per second)
-  }, 90_000);
+    // Retried: the relays run in this test process, and on a loaded machine its event loop can hold
+    // a request that passed its slot's lateness check for longer than RATE_JITTER_SECONDS before it
+    // is written (11 arrivals in 922 ms, seen in clean-clone runs at load 3-7 with other files
+    // testing in parallel, 2 of 5 runs alone at load 7). A relay that broke the limit fails every try.
+  }, { timeout: 90_000, retry: 2 });
 
   it("a relay whose claim waits for its connection starts no attempt before its slot: two relays still keep every one-second window within the limit", async () => {
     // A relay's transactions wait 700 ms before they start, as they do for a pool's or PGlite's one
