@@ -46,7 +46,7 @@ describeEachBackend("rate limits and attempt timeouts", (ctx) => {
   // relay; its queries run on the test process's own event loop, so four relays' queries held it
   // past the last check before the write, and requests spaced correctly left together (5 in one
   // millisecond seen at load 5). Two relays there still share the limit through the database.
-  it(`several relays (four on PostgreSQL), a subscription limited to 10 per second: no one-second window at the receiver holds more than 10`, async () => {
+  it(`several relays (four on PostgreSQL), a subscription limited to 10 per second: no one-second window at the receiver holds more than 10`, { timeout: 90_000, retry: 2 }, async () => {
     // The receiver runs in a process of its own, so this one's work cannot bunch its arrivals up.
     const timing = await startTimingReceiver();
     stops.push(timing.stop);
@@ -70,7 +70,7 @@ describeEachBackend("rate limits and attempt timeouts", (ctx) => {
     // a request that passed its slot's lateness check for longer than RATE_JITTER_SECONDS before it
     // is written (11 arrivals in 922 ms, seen in clean-clone runs at load 3-7 with other files
     // testing in parallel, 2 of 5 runs alone at load 7). A relay that broke the limit fails every try.
-  }, { timeout: 90_000, retry: 2 });
+  });
 
   it("a relay whose claim waits for its connection starts no attempt before its slot: two relays still keep every one-second window within the limit", async () => {
     // A relay's transactions wait 700 ms before they start, as they do for a pool's or PGlite's one
