@@ -111,9 +111,10 @@ suite("admin page in Chromium, logged in with an application key", (ctx) => {
     await expect.poll(() => page.textContent("#scope")).toContain(`application Acme (${app.id})`);
 
     // Only its own rows: one dead letter, one subscription; the other tenant's nowhere on the page.
+    // Each table is filled by its own request: wait for the subscriptions' too, not only the dead letters'.
+    await expect.poll(() => page.locator(`#subscription-rows tr[data-id="${sub.id}"]`).count(), { timeout: 15_000 }).toBe(1);
     expect(await page.locator("#dead-rows tr").count()).toBe(1);
     expect(await page.locator("#subscription-rows tr").count()).toBe(1);
-    expect(await page.locator(`#subscription-rows tr[data-id="${sub.id}"]`).count()).toBe(1);
     await page.selectOption("#delivery-status", "dead");
     await expect.poll(async () => (await page.locator("#delivery-rows tr").allTextContents()).join("|")).toContain(mine);
     const text = await page.textContent("body");
