@@ -14,9 +14,11 @@ export type Fault = { status: number; body?: string } | "drop";
 export interface FaultyProxyTestPeer {
   /** The proxy's origin with the target's path (`http://127.0.0.1:<port>/devstoreaccount1`). */
   url: string;
-  requests: { method: string; path: string }[];
+  requests: { method: string; path: string; target?: string }[];
   /** Spoil the next `times` requests with `fault` instead of forwarding them. */
   failNext(times: number, fault: Fault): void;
+  /** Forward the next request with its body rewritten by `rewrite` (given and returning the body's text). */
+  rewriteNext(rewrite: (body: string) => string): void;
   close(): Promise<void>;
 }
 
@@ -24,7 +26,8 @@ export interface FaultyProxyTestPeer {
 export async function startFaultyProxyTestPeer(target: string): Promise<FaultyProxyTestPeer> {
   const upstream = new URL(target);
   const faults: Fault[] = [];
-  const requests: { method: string; path: string }[] = [];
+  const requests: { method: string; path: string; target?: string }[] = [];
+  const rewrites: ((body: string) => string)[] = [];
 
   const forward = (req: IncomingMessage, res: ServerResponse) => {
     const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } }, (answer) => {
@@ -35,8 +38,25 @@ export async function startFaultyProxyTestPeer(target: string): Promise<FaultyPr
     req.pipe(out);
   };
 
+  const forwardRewritten = (req: IncomingMessage, res: ServerResponse, rewrite: (body: string) => string) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.from(rewrite(Buffer.concat(chunks).toString("utf8")), "utf8");
+      const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host, "content-length": String(body.length) } }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      out.on("error", () => res.destroy());
+      out.end(body);
+    });
+  };
+
   const server = createServer((req, res) => {
-    requests.push({ method: req.method ?? "", path: req.url ?? "" });
+    const target = req.headers["x-amz-target"];
+    requests.push({ method: req.method ?? "", path: req.url ?? "", ...(typeof target === "string" ? { target } : {}) });
+    const rewrite = rewrites.shift();
+    if (rewrite) return forwardRewritten(req, res, rewrite);
     const fault = faults.shift();
     if (!fault) return forward(req, res);
     req.resume();
@@ -53,6 +73,9 @@ export async function startFaultyProxyTestPeer(target: string): Promise<FaultyPr
     requests,
     failNext(times, fault) {
       for (let i = 0; i < times; i++) faults.push(fault);
+    },
+    rewriteNext(rewrite) {
+      rewrites.push(rewrite);
     },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };

@@ -63,7 +63,7 @@ const AWS_INVALID = new Set([
   "InvalidParameterValue", "InvalidParameterValueException", "InvalidParameter", "InvalidParameterException", "InvalidMessageContents",
   "MessageTooLong", "ValidationException", "ValidationError", "InvalidAttributeName", "InvalidAttributeValue", "InvalidBatchEntryId",
   "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "InvalidAddress", "InvalidIdFormat", "InvalidParameterCombination",
-  "InvalidArgument", "InvalidEventPatternException",
+  "InvalidArgument", "InvalidEventPatternException", "MalformedDetail", "DetailTooLarge",
 ]);
 
 /** An @aws-sdk/* v3 error (SQS, SNS, EventBridge), or an EventBridge PutEvents entry's ErrorCode as `{name, message}`. */

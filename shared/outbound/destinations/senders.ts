@@ -15,8 +15,10 @@
  *   changes, at most MAX_CLIENTS open (the least recently used is closed), all closed by `close`.
  *   Each kind's SDK is loaded when its first client opens (dynamic import): a relay without queue
  *   destinations never loads one.
- * - Each attempt has the subscription's deadline (at most `timeoutMs`): past it the send is aborted
- *   and the attempt is retryable (`timeout`; the service may have taken it: at least once).
+ * - Each attempt has the subscription's deadline (at most `timeoutMs`): past it the attempt is
+ *   retryable (`timeout`; the service may have taken it: at least once) and its send aborted.
+ * - The attempts that reach one client in the same turn of the event loop go out together, in the
+ *   service's batch calls where it has them, each keeping its own outcome (coalesce.ts).
  */
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
@@ -26,7 +28,8 @@ import { signatureHeader } from "../signature.js";
 import { headersForLog, type DeliveryOutcome, type DeliveryRequest } from "../transport.js";
 import { classifyAmqpError, classifyAwsError, classifyGrpcError, classifyServiceBusError } from "./classify.js";
 import { describeDestination, openDestination, type OpenDestination, type QueueDestinationKind, type StoredDestination } from "./config.js";
-import { DestinationSendError, eventTypeOf, type DestinationClient, type DestinationMessage, type SendFailure } from "./message.js";
+import { createCoalescer, type Coalescer } from "./coalesce.js";
+import type { DestinationClient, DestinationMessage, SendFailure } from "./message.js";
 
 /** How long a relay uses a subscription's destination configuration before reading it again. */
 export const CONFIG_TTL_MS = 5_000;
@@ -82,15 +85,28 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
   const configs = new Map<string, { destination: StoredDestination | null; readAt: number }>();
   /** `<subscription>:<version>` → its client (being opened: the promise). Map order = least recently used first. */
   const clients = new Map<string, Promise<Opened>>();
+  /** Each open client's coalescer: its attempts of one turn go out together (coalesce.ts). */
+  const coalescers = new WeakMap<Opened, Coalescer>();
+
+  /** Reads under way, per subscription: the attempts of one turn that find no fresh configuration share one. */
+  const reading = new Map<string, Promise<StoredDestination | null>>();
 
   /** The subscription's stored destination, cached CONFIG_TTL_MS unless `fresh`. */
   const configOf = async (id: string, fresh = false): Promise<StoredDestination | null> => {
     const cached = configs.get(id);
     if (!fresh && cached && performance.now() - cached.readAt < CONFIG_TTL_MS) return cached.destination;
-    const destination = (await db.query<{ destination: StoredDestination | null }>("SELECT destination FROM outbound_subscriptions WHERE id = $1", [id])).rows[0]?.destination ?? null;
-    if (configs.size > 10_000) configs.clear();
-    configs.set(id, { destination, readAt: performance.now() });
-    return destination;
+    // One read for the burst: each attempt reading on its own came back in its own turn, which
+    // split a burst's sends apart (coalesce.ts) at a relay's start and at each expiry.
+    const under = reading.get(id);
+    if (under && !fresh) return under;
+    const read = db.query<{ destination: StoredDestination | null }>("SELECT destination FROM outbound_subscriptions WHERE id = $1", [id]).then((result) => {
+      const destination = result.rows[0]?.destination ?? null;
+      if (configs.size > 10_000) configs.clear();
+      configs.set(id, { destination, readAt: performance.now() });
+      return destination;
+    }).finally(() => { if (reading.get(id) === read) reading.delete(id); });
+    reading.set(id, read);
+    return read;
   };
 
   const retire = (key: string, client: Promise<Opened>) => {
@@ -144,8 +160,8 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
       body: req.body,
       // Ours win over custom ones, as on HTTP.
       attributes: { ...req.headers, "content-type": CONTENT_TYPE, "webhook-id": req.webhookId, "webhook-timestamp": String(req.timestamp), "webhook-signature": signature },
+      // The event's type is read from the body by the clients that need it (EventBridge, RabbitMQ: eventTypeOf).
       orderingKey,
-      eventType: stored.kind === "eventbridge" && stored.detailType === null ? eventTypeOf(req.body) : null,
     };
     let client: Opened;
     try {
@@ -155,20 +171,10 @@ export function createDestinationSenders(options: DestinationSendersOptions): De
       // The SDK refused the settings, or could not connect (RabbitMQ connects on open).
       return { failure: CLASSIFY[stored.kind](error), sent: null };
     }
-    const deadline = Math.min(req.timeoutMs ?? timeoutMs, timeoutMs);
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(Object.assign(new Error(`no answer from the ${stored.kind} destination within ${deadline} ms`), { name: "AttemptTimeout" })), deadline);
-    try {
-      await Promise.race([
-        client.send(message, abort.signal),
-        new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true })),
-      ]);
-      return { failure: null, sent: message.attributes };
-    } catch (error) {
-      return { failure: error instanceof DestinationSendError ? error.failure : client.classify(error), sent: message.attributes };
-    } finally {
-      clearTimeout(timer);
-    }
+    let coalescer = coalescers.get(client);
+    if (!coalescer) coalescers.set(client, coalescer = createCoalescer(client, stored.kind));
+    const failure = await coalescer.send(message, Math.min(req.timeoutMs ?? timeoutMs, timeoutMs));
+    return { failure, sent: message.attributes };
   };
 
   return {
