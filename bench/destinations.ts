@@ -10,14 +10,18 @@
  * The ratio relay ÷ SDK is what the relay costs over the service itself (target ≥ 0.8). A third,
  * diagnostic side runs the same relay with a destination that takes every message at once: the
  * outbox's own ceiling now (claims and completion writes on PostgreSQL); relay ÷ no-op near 1
- * means the service, not the sender, is what the relay waits for. Each kind
+ * means the service, not the sender, is what the relay waits for. A fourth side runs the same relay
+ * with the destination senders of BENCH_BASELINE_COMMIT (bench/destinations/baseline.ts; default:
+ * before send coalescing), so a change to the senders is measured against the old ones in one run
+ * (relay ÷ baseline; BENCH_BASELINE=off leaves it out). Each kind
  * runs against the stand-in the contract suite uses (moto for SQS/SNS/EventBridge, the Pub/Sub
  * emulator, the Service Bus test peer, the local RabbitMQ): their speed is theirs, not the
  * clouds', so compare the ratio, not the rates. The machine is shared: the two sides alternate
  * (A B B A …) over BENCH_ROUNDS rounds and medians are reported.
  *
  *   npm run bench:destinations
- *   env: BENCH_MESSAGES (per kind: sqs/sns 500, eventbridge 100, pubsub/rabbitmq 3000, servicebus 2000), BENCH_ROUNDS (2), BENCH_KINDS (sqs,sns,eventbridge,pubsub,servicebus,rabbitmq)
+ *   env: BENCH_MESSAGES (per kind: sqs/sns 500, eventbridge 100, pubsub/rabbitmq 3000, servicebus 2000), BENCH_ROUNDS (2), BENCH_KINDS (sqs,sns,eventbridge,pubsub,servicebus,rabbitmq),
+ *        BENCH_BASELINE_COMMIT (2501c22), BENCH_BASELINE (on; off: no baseline side)
  */
 import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
@@ -34,6 +38,7 @@ import {
   eventBridgeService, pubsubService, RABBITMQ_URL, rabbitmqService, serviceBusService, snsService, sqsService, tcpAnswers, type Service, type Target,
 } from "../test/outbound/destinations/services.js";
 import { bareSender } from "./destinations/bare.js";
+import { BASELINE_COMMIT, loadBaselineSenders, type BaselineSenders } from "./destinations/baseline.js";
 import { eventData, freshDatabase, waitFor } from "./outbound/support.js";
 import { median, printTable } from "./table.js";
 import { runBench } from "./runBench.js";
@@ -50,6 +55,7 @@ const messagesFor = (kind: string) => Number(process.env.BENCH_MESSAGES ?? DEFAU
 let MESSAGES = 0;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const KINDS = (process.env.BENCH_KINDS ?? "sqs,sns,eventbridge,pubsub,servicebus,rabbitmq").split(",");
+const WITH_BASELINE = process.env.BENCH_BASELINE !== "off";
 /** The relay's most attempts in flight to one subscription (DEFAULT_HTTP_CONCURRENCY): the bare SDK gets as many. */
 const IN_FLIGHT = 64;
 
@@ -57,8 +63,9 @@ const IN_FLIGHT = 64;
  * Our relay: enqueue, then deliver all; messages per second of the delivery phase. `noop`: a
  * diagnostic, the same relay with a destination client that takes every message at once (no
  * service): the outbox's own ceiling on this machine now, claims and completion writes.
+ * `baseline`: the same relay with the senders of BASELINE_COMMIT.
  */
-async function throughRelay(target: Target, noop = false): Promise<number> {
+async function throughRelay(target: Target, noop = false, baseline?: BaselineSenders): Promise<number> {
   const fresh = await freshDatabase("bench_destinations");
   const db = await openDatabase({ databaseUrl: fresh.url, poolSize: 10 });
   try {
@@ -73,7 +80,7 @@ async function throughRelay(target: Target, noop = false): Promise<number> {
     const transport = createTransport({});
     const destinations = noop
       ? createDestinationSenders({ db, openClient: async () => ({ send: async () => {}, close: async () => {}, classify: () => ({ result: "retryable", errorClass: "none", detail: "" }) }) })
-      : undefined;
+      : baseline ? baseline.createDestinationSenders({ db }) : undefined;
     const relay = createRelay({
       db, transport, pollIntervalMs: 200, ...(destinations ? { destinations } : {}),
       onCompleted: (completions) => {
@@ -90,6 +97,7 @@ async function throughRelay(target: Target, noop = false): Promise<number> {
     await waitFor(() => delivered >= MESSAGES || failed !== "", 600_000, 5);
     const seconds = (performance.now() - start) / 1000;
     await relay.stop();
+    await destinations?.close(); // given to the relay: not closed by its stop
     await transport.close();
     if (failed) throw new Error(`a delivery did not succeed (${failed}): the benchmark is void`);
     if (retried > 0) console.error(`  (relay: ${retried} attempts retried)`);
@@ -136,7 +144,9 @@ runBench("bench:destinations", async () => {
     { service: rabbitmqService, available: () => { const u = new URL(RABBITMQ_URL); return tcpAnswers(u.hostname, Number(u.port || 5672)); } },
   ];
   peer = await startServiceBusTestPeer();
-  const rows: string[][] = [["kind (stand-in), messages per side", "relay msg/s", "bare SDK msg/s", "relay ÷ SDK", "target ≥ 0.8", "relay, no-op destination msg/s", "relay ÷ no-op"]];
+  const baseline = WITH_BASELINE ? await loadBaselineSenders() : undefined;
+  const rows: string[][] = [["kind (stand-in), messages per side", "relay msg/s", "bare SDK msg/s", "relay ÷ SDK", "target ≥ 0.8", "relay, no-op destination msg/s", "relay ÷ no-op",
+    ...(baseline ? [`relay, ${BASELINE_COMMIT.slice(0, 7)}'s senders msg/s`, "its ÷ SDK", "relay ÷ it"] : [])]];
   const loadBefore = loadavg()[0]!;
   try {
     for (const { service, available } of services) {
@@ -149,13 +159,16 @@ runBench("bench:destinations", async () => {
       const relay: number[] = [];
       const sdk: number[] = [];
       const noop: number[] = [];
+      const old: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         // A B, then B A: neither side always runs first on a machine whose load drifts.
-        const order = round % 2 === 0 ? ["relay", "sdk", "noop"] : ["noop", "sdk", "relay"];
+        const sides = ["relay", ...(baseline ? ["baseline"] : []), "sdk", "noop"];
+        const order = round % 2 === 0 ? sides : sides.reverse();
         for (const side of order) {
           const target = await service.target({ ordered: false });
           try {
             if (side === "relay") relay.push(await throughRelay(target));
+            else if (side === "baseline") old.push(await throughRelay(target, false, baseline));
             else if (side === "noop") noop.push(await throughRelay(target, true));
             else sdk.push(await bySdk(target));
           } finally {
@@ -164,11 +177,13 @@ runBench("bench:destinations", async () => {
         }
       }
       const ratio = median(relay) / median(sdk);
-      rows.push([`${service.kind} (${STAND_IN[service.kind]}), ${MESSAGES}`, median(relay).toFixed(0), median(sdk).toFixed(0), ratio.toFixed(2), ratio >= 0.8 ? "met" : "NOT met", median(noop).toFixed(0), (median(relay) / median(noop)).toFixed(2)]);
-      console.error(`${service.kind}: relay ${relay.map((x) => x.toFixed(0)).join(", ")}; SDK ${sdk.map((x) => x.toFixed(0)).join(", ")}; no-op ${noop.map((x) => x.toFixed(0)).join(", ")}`);
+      rows.push([`${service.kind} (${STAND_IN[service.kind]}), ${MESSAGES}`, median(relay).toFixed(0), median(sdk).toFixed(0), ratio.toFixed(2), ratio >= 0.8 ? "met" : "NOT met", median(noop).toFixed(0), (median(relay) / median(noop)).toFixed(2),
+        ...(baseline ? [median(old).toFixed(0), (median(old) / median(sdk)).toFixed(2), (median(relay) / median(old)).toFixed(2)] : [])]);
+      console.error(`${service.kind}: relay ${relay.map((x) => x.toFixed(0)).join(", ")}; SDK ${sdk.map((x) => x.toFixed(0)).join(", ")}; no-op ${noop.map((x) => x.toFixed(0)).join(", ")}${baseline ? `; baseline ${old.map((x) => x.toFixed(0)).join(", ")}` : ""}`);
     }
   } finally {
     await peer.close();
+    baseline?.remove();
   }
   console.log(`\nbench:destinations: ${ROUNDS} rounds (medians), ${IN_FLIGHT} in flight; load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)} (a shared machine: compare the ratios)\n`);
   printTable(rows);
