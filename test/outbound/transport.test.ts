@@ -1,14 +1,17 @@
 import { execFileSync } from "node:child_process";
 import type { LookupAddress } from "node:dns";
 import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
+import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { generateSecret } from "../../shared/outbound/signature.js";
-import { createTransport, type DeliveryRequest, type Transport } from "../../shared/outbound/transport.js";
+import { AttemptTimeout, postOnce } from "../../shared/outbound/postOnce.js";
+import { classifyError, createTransport, type DeliveryRequest, type Transport } from "../../shared/outbound/transport.js";
 import { freePort, startServer, type LocalServer } from "./localServer.js";
 
 const secret = generateSecret();
@@ -151,6 +154,32 @@ describe("transport: failures", () => {
     // Once the connection frees up, the expired request is aborted before a byte is written.
     expect((await t.deliver(request(s.url, { webhookId: "evt_after:sub_1" }))).result).toBe("delivered");
     expect(s.received.map((r) => r.headers["webhook-id"])).toEqual(["evt_first:sub_1", "evt_after:sub_1"]);
+  });
+
+  it("attempts whose deadlines pass together: each a timeout without a stack trace, every connection torn down", async () => {
+    // 40 at once: more than one of the turns in which passed deadlines are handled (postOnce.ts).
+    let closed = 0;
+    const hanging = createHttpServer(() => { /* never answers */ });
+    hanging.on("connection", (socket) => socket.on("close", () => { closed += 1; }));
+    await new Promise<void>((r) => hanging.listen(0, "127.0.0.1", r));
+    const agent = new Agent({ connections: 64 });
+    try {
+      const { port } = hanging.address() as AddressInfo;
+      const attempts = Array.from({ length: 40 }, () => postOnce(agent, {
+        origin: `http://127.0.0.1:${port}`, path: "/", headers: { "content-type": "application/json" }, body: "{}", deadlineMs: 100, excerptBytes: 16, drainBytes: 0,
+      }).then(() => null, (error: unknown) => error));
+      const errors = await Promise.all(attempts);
+      for (const error of errors) {
+        expect(error).toBeInstanceOf(AttemptTimeout);
+        expect((error as Error).stack).toBe("AttemptTimeout: no complete response within 100 ms");
+        expect(classifyError(error)).toBe("timeout");
+      }
+      await expect.poll(() => closed).toBe(40);
+    } finally {
+      await agent.close();
+      hanging.closeAllConnections();
+      await new Promise<void>((r) => hanging.close(() => r()));
+    }
   });
 
   it("headers sent but the body stalls → timeout (the deadline covers the body)", async () => {
