@@ -179,8 +179,8 @@ export function createRelay(options: RelayOptions): Relay {
 
   /** Rate-limited deliveries: their slot on this process's clock, and the latest start still within it. */
   const slots = new Map<string, NonNullable<ClaimedDelivery["slot"]>>();
-  /** Claims under way (their statements not back yet). */
-  let claiming = 0;
+  /** Whether a claim giving subscriptions this relay has not seen their first round is under way. */
+  let firstRoundClaim = false;
   /** Claims in a row that skipped held subscriptions (onBusy) since one last claimed something. */
   let busyStreak = 0;
   const claim = async (limit: number): Promise<ClaimedDelivery[]> => {
@@ -192,9 +192,12 @@ export function createRelay(options: RelayOptions): Relay {
     // A subscription this relay has not seen gets its first round from one claim at a time: two
     // claims running together each gave it one (100 new endpoints that hang: 16 each, the relay's
     // 1 024 slots full of attempts that could not start, a healthy endpoint's delivery unclaimed
-    // until their timeouts; issue 28). Those it already holds are in `shares`.
-    const perSubscription = claiming > 0 ? 0 : shareOf("");
-    claiming += 1;
+    // until their timeouts; issue 28). Those it already holds are in `shares`. The claim that
+    // gives first rounds hands the turn on when it ends: "no other claim running" gave none while
+    // claims overlapped back to back, and a new healthy endpoint's delivery waited ~800 ms.
+    const firstRound = !firstRoundClaim;
+    const perSubscription = firstRound ? shareOf("") : 0;
+    firstRoundClaim = true;
     let claimed: ClaimedDelivery[];
     try {
       claimed = await leaseWrite(db, (tx) => claimDueDeliveries(tx, {
@@ -211,7 +214,7 @@ export function createRelay(options: RelayOptions): Relay {
       for (const [id, n] of report) done.set(id, (done.get(id) ?? 0) + n); // not written: report them next time
       throw error;
     } finally {
-      claiming -= 1;
+      if (firstRound) firstRoundClaim = false;
     }
     if (claimed.length > 0) busyStreak = 0;
     for (const d of claimed) {
