@@ -81,6 +81,8 @@ async function run(s: Scenario): Promise<Outcome> {
   const enqueuedAt = new Map<string, number>();
   const latencies: number[] = [];
   const trace: [number, number][] = [];
+  /** BENCH_TRACE: each enqueue transaction's start (ms into the run) and how long until its commit was answered. */
+  const commits: [number, number][] = [];
   const traceStart = performance.now();
   const onRequest = (eventId: string) => {
     const t = enqueuedAt.get(eventId);
@@ -124,16 +126,23 @@ async function run(s: Scenario): Promise<Outcome> {
       const now = performance.now();
       for (const b of batch) enqueuedAt.set(b.id, now);
       await db.transaction((tx) => enqueueMany(tx, batch));
+      if (process.env.BENCH_TRACE === "1") commits.push([now - traceStart, performance.now() - now]);
       await new Promise((r) => setTimeout(r, 50));
     }
     const deadline = performance.now() + 120_000;
     while (latencies.length < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const seconds = (performance.now() - started) / 1000;
     if (process.env.BENCH_TRACE === "1") {
+      // The worst latency per 250 ms of enqueue time, from the relays' start (process ms in brackets).
+      const bins = new Map<number, number>();
+      for (const [at, l] of trace) { const b = Math.floor((at - (started - traceStart)) / 250); bins.set(b, Math.max(bins.get(b) ?? 0, l)); }
+      console.log(`    ${s.name}: worst per 250 ms from the start [${Math.round(started)}]: ${[...bins].sort((a, b) => a[0] - b[0]).map(([b, l]) => `${b * 250}:${Math.round(l)}`).join(" ")}`);
+      const slowCommits = [...commits].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([at, l]) => `${Math.round(at)}+${Math.round(l)}`);
+      console.log(`    ${s.name}: slowest enqueue commits (started at ms + ms): ${slowCommits.join(" ")}`);
       const slow = trace.sort((a, b) => b[1] - a[1]).slice(0, 12).map(([at, l]) => `${Math.round(at)}+${Math.round(l)}`);
       const failed = await db.query("SELECT a.result, a.error_class, count(*)::int AS n, max(a.latency_ms) AS max_ms FROM outbound_attempts a JOIN outbound_deliveries d ON d.id = a.delivery_id WHERE d.event_id LIKE 'ok-%' GROUP BY 1, 2");
       console.log(`    healthy attempts: ${JSON.stringify(failed.rows)}`);
-      console.log(`    ${s.name}: slowest (enqueued at ms + latency ms): ${slow.join(" ")}; started ${Math.round(started - traceStart)}`);
+      console.log(`    ${s.name}: slowest (enqueued at ms + latency ms): ${slow.join(" ")}; started ${Math.round(started - traceStart)}; this run began ${Math.round(traceStart)} ms after the process started`);
     }
     if (latencies.length < total) throw new Error(`${s.name}: only ${latencies.length} of ${total} healthy events arrived within 120 s`);
     return {
