@@ -69,8 +69,8 @@ try {
     }
     return times;
   };
-  const size = async () => Number((await db.query<{ n: string }>("SELECT pg_total_relation_size('outbound_attempts') AS n")).rows[0]!.n);
-  const count = async () => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM outbound_attempts")).rows[0]!.n);
+  const size = async () => Number((await db.query<{ n: string }>("SELECT pg_total_relation_size('outbound_attempt_rows') AS n")).rows[0]!.n);
+  const count = async () => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM outbound_attempt_rows")).rows[0]!.n);
 
   await side(false); // warm-up: plans, caches
   const results = { without: [] as number[], with: [] as number[] };
@@ -79,7 +79,7 @@ try {
     for (const withHeaders of round % 2 === 0 ? [false, true, true, false] : [true, false, false, true]) {
       const [s0, c0] = [await size(), await count()];
       results[withHeaders ? "with" : "without"].push(...(await side(withHeaders)));
-      await db.query("VACUUM outbound_attempts");
+      await db.query("VACUUM outbound_attempt_rows");
       growth[withHeaders ? "with" : "without"].push((await size() - s0) / (await count() - c0));
     }
   }

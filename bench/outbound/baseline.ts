@@ -37,6 +37,8 @@ export async function loadBaseline(): Promise<Baseline> {
       return `from "${copied ? pathToFileURL(join(dir, target)).href : pathToFileURL(join(REPO, "shared/outbound", target)).href}"`;
     });
     text = text.replace(/prepared\("outbound_/g, 'prepared("baseline_outbound_');
+    // Since migration 039 the attempt log is a view: an older relay writes its rows to the table.
+    text = text.replace(/INSERT INTO outbound_attempts\b/g, "INSERT INTO outbound_attempt_rows");
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     writeFileSync(join(dir, file), text);
   }

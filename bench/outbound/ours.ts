@@ -27,7 +27,7 @@ function timeQueries<Q extends Queryable>(q: Q, t: ReturnType<typeof timed>): Q 
     try {
       return await query(text, values);
     } finally {
-      const slot: Timer | null = /SKIP LOCKED/.test(text) ? t.claim : /INSERT INTO outbound_attempts/.test(text) ? t.complete : null;
+      const slot: Timer | null = /SKIP LOCKED/.test(text) ? t.claim : /INSERT INTO outbound_attempt(s|_rows)\b/.test(text) ? t.complete : null;
       if (slot) { slot.calls += 1; slot.ms += performance.now() - start; }
     }
   };

@@ -433,10 +433,10 @@ export async function recordListenerAnswers(db: Database, subscriptionId: string
       const outcome = outcomeOf(answer);
       return { delivery, outcome, decision: decideNext(delivery, outcome, policy.retry) };
     });
-    const result = await completeDeliveries(tx, completions, DEFAULT_HEALTH_POLICY, { endpointHealth: false });
+    const result = await completeDeliveries(tx, completions, DEFAULT_HEALTH_POLICY, { endpointHealth: false, inlineFirstAttempts: false });
     // The attempts just logged (this transaction's: created_at is its now()) are the listener's.
     await tx.query(
-      `UPDATE outbound_attempts a SET listener_id = $1::uuid, response_headers = h.headers::jsonb
+      `UPDATE outbound_attempt_rows a SET listener_id = $1::uuid, response_headers = h.headers::jsonb
        FROM unnest($2::text[], $3::text[]) AS h(delivery_id, headers)
        WHERE a.delivery_id = h.delivery_id AND a.created_at = now()`,
       [listenerId, ids, answers.map((a) => { const h = headersExcerpt(a.responseHeaders); return h ? JSON.stringify(h) : null; })],

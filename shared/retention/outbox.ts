@@ -45,7 +45,7 @@ const PURGE_DELIVERIES = `WITH doomed AS (
      FOR UPDATE SKIP LOCKED
    ),
    attempts AS (
-     DELETE FROM outbound_attempts a USING doomed WHERE a.delivery_id = doomed.id RETURNING 1
+     DELETE FROM outbound_attempt_rows a USING doomed WHERE a.delivery_id = doomed.id RETURNING 1
    ),
    replays AS (
      DELETE FROM outbound_replays r USING doomed WHERE r.delivery_id = doomed.id RETURNING 1

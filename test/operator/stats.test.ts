@@ -15,7 +15,7 @@ describeEachBackend("deliveries per minute", (ctx) => {
     // e4 had one allowed attempt (maxAttempts 1): its retryable failure ended it, nothing retries it.
     await db.query(`UPDATE outbound_deliveries SET status = 'dead', attempts = 1, dead_at = now() WHERE id = 'e4:sub_s'`);
     const attempt = (d: string, result: string, ago: string, probe = false) =>
-      db.query(`INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, probe, created_at)
+      db.query(`INSERT INTO outbound_attempt_rows (delivery_id, attempt_number, result, status, latency_ms, probe, created_at)
                 VALUES ($1, 1, $2, 200, 5, $3, now() - $4::interval)`, [d, result, probe, ago]);
     await attempt("e1:sub_s", "delivered", "0 minutes");
     await attempt("e2:sub_s", "retryable", "0 minutes");

@@ -21,7 +21,7 @@ describeEachBackend("outbox retention", (ctx) => {
        WHERE id = $1`,
       [id, status, daysAgo, createdDaysAgo],
     );
-    await ctx.db.query("INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms) VALUES ($1, 1, $2, $3, 5)", [
+    await ctx.db.query("INSERT INTO outbound_attempt_rows (delivery_id, attempt_number, result, status, latency_ms) VALUES ($1, 1, $2, $3, 5)", [
       id, status === "delivered" ? "delivered" : "permanent", status === "delivered" ? 200 : 400,
     ]);
   };
@@ -128,7 +128,7 @@ describeEachBackend("outbox retention", (ctx) => {
     // While this relay was stalled, another delivered "gone" and retention has since deleted it.
     const gone = claimed.find((c) => c.eventId === "gone")!;
     await finish(gone.id, "delivered", 40);
-    await ctx.db.query("DELETE FROM outbound_attempts WHERE delivery_id = $1", [gone.id]);
+    await ctx.db.query("DELETE FROM outbound_attempt_rows WHERE delivery_id = $1", [gone.id]);
     expect((await purgeOutbox(ctx.db, { deliveredDays: 30, deadDays: 0 })).deliveries).toBe(1);
 
     const outcome = { result: "delivered" as const, status: 200, latencyMs: 3, errorClass: null, responseExcerpt: "", retryAfterSeconds: null };

@@ -31,7 +31,7 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
@@ -116,8 +116,14 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      RETURNING s.id, m.old_status, s.status, CASE WHEN s.throttled_until > now() THEN extract(epoch FROM s.throttled_until) * 1000 END AS held_until
    ),
    c AS (
-     SELECT * FROM unnest($8::text[], $9::uuid[], $10::text[], $11::float8[], $12::text[], $13::bool[],
-                          $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[], $27::bool[], $28::jsonb[])
+     SELECT c.*,
+            -- May be logged inline (migration 039): a plain success at the first attempt (no error
+            -- class: not one a transformation skipped), not a probe, and the caller allows it
+            -- ($30: a listener's attempts get rows, it annotates them).
+            $30::bool AND c.status = 'delivered' AND c.result = 'delivered' AND c.error_class IS NULL
+              AND c.attempt_number = 1 AND NOT c.probe AS inline
+     FROM unnest($8::text[], $9::uuid[], $10::text[], $11::float8[], $12::text[], $13::bool[],
+                 $14::int[], $15::text[], $16::int[], $17::text[], $18::int[], $19::text[], $20::bool[], $27::bool[], $28::jsonb[])
        AS c(id, token, status, delay, dead_reason, counted, last_status, error_class, attempt_number, result,
             latency_ms, response_excerpt, probe, limited, request_headers)
    ),
@@ -135,10 +141,20 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        -- The start of the delivery's run of 429s (decide.ts bounds it); any other answer ends it.
        rate_limited_since = CASE WHEN c.limited AND c.status = 'pending' THEN COALESCE(d.rate_limited_since, now()) END,
        delivered_at = CASE WHEN c.status = 'delivered' THEN now() ELSE d.delivered_at END,
+       -- A first attempt that succeeded is logged here, in the row version this writes anyway
+       -- (migration 039): no attempt row of its own. First means of the delivery's first claim
+       -- ever (claims never go back), so nothing was logged for it before, not even by a lost lease.
+       first_attempt_at = CASE WHEN c.inline AND d.claims = 1 THEN now() ELSE d.first_attempt_at END,
+       first_attempt_status = CASE WHEN c.inline AND d.claims = 1 THEN c.last_status ELSE d.first_attempt_status END,
+       first_attempt_latency_ms = CASE WHEN c.inline AND d.claims = 1 THEN c.latency_ms ELSE d.first_attempt_latency_ms END,
+       first_attempt_response_excerpt = CASE WHEN c.inline AND d.claims = 1 THEN c.response_excerpt ELSE d.first_attempt_response_excerpt END,
+       first_attempt_request_headers = CASE WHEN c.inline AND d.claims = 1 THEN c.request_headers ELSE d.first_attempt_request_headers END,
        updated_at = now()
      FROM c
-     WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
-     RETURNING d.id, d.subscription_id, d.ordering_key, d.ordering_seq, d.status
+     -- By primary key (ANY of the ids): without it, on a table whose statistics lag (a backlog
+     -- just enqueued) the planner hashed every pending delivery to find the batch's few hundred.
+     WHERE d.id = ANY ($8::text[]) AND d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
+     RETURNING d.id, d.subscription_id, d.ordering_key, d.ordering_seq, d.status, c.inline AND d.claims = 1 AS inlined
    ),
    -- Ordered delivery (migration 013): a key's head delivered moves the head on; dead, it blocks
    -- the key (until a replay or a skip); a retry leaves it. Keys locked in order (an enqueue locks
@@ -162,16 +178,19 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      RETURNING k.subscription_id, k.ordering_key, h.status
    ),
    -- Every attempt is logged, a stale one too, unless its delivery is gone (purged by retention
-   -- while this lease was long expired): an attempt log row needs a delivery to belong to.
+   -- while this lease was long expired): an attempt log row needs a delivery to belong to. One
+   -- logged inline by the delivery update needs no row.
    -- led_to: the status this attempt set (migration 038), so what it decided outlives a replay;
    -- request_headers: what it sent, secret values replaced (migration 026, the portal shows it).
    logged AS (
-     INSERT INTO outbound_attempts (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale, led_to, request_headers)
-     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe, NOT c.applied,
-            CASE WHEN c.applied THEN c.status END, c.request_headers
-     FROM (SELECT c.*, EXISTS (SELECT 1 FROM applied a WHERE a.id = c.id) AS applied FROM c) c
+     INSERT INTO outbound_attempt_rows (delivery_id, attempt_number, result, status, latency_ms, error_class, response_excerpt, probe, stale, led_to, request_headers)
+     SELECT c.id, c.attempt_number, c.result, c.last_status, c.latency_ms, c.error_class, c.response_excerpt, c.probe, a.inlined IS NULL,
+            CASE WHEN a.inlined IS NOT NULL THEN c.status END, c.request_headers
+     -- a.inlined: NULL when not applied (stale), else whether the attempt went into the delivery's
+     -- row. A join (hashed), not a subquery per row, which would scan applied once per attempt.
+     FROM c LEFT JOIN applied a ON a.id = c.id
      -- CASE so the lookup runs only for stale rows, one index probe each (never a hash of the table).
-     WHERE CASE WHEN c.applied THEN true ELSE coalesce((SELECT true FROM outbound_deliveries d WHERE d.id = c.id), false) END
+     WHERE CASE WHEN a.inlined IS NOT NULL THEN NOT a.inlined ELSE coalesce((SELECT true FROM outbound_deliveries d WHERE d.id = c.id), false) END
    )
    SELECT 'delivery' AS kind, id, NULL AS old_status, NULL AS status, NULL::float8 AS held_until FROM applied
    UNION ALL
@@ -219,7 +238,7 @@ export async function releaseNext(q: Queryable, keys: readonly { subscriptionId:
  * nothing else may wait on the same rows in another order: an operator's resume touches only
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
-export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy, options: { endpointHealth?: boolean } = {}): Promise<CompletionResult> {
+export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy, options: { endpointHealth?: boolean; inlineFirstAttempts?: boolean } = {}): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [], holds: [] };
   // A batch with ordered deliveries moves keys on and then makes their next deliveries due: two
   // statements that must commit together (or a crash between them would leave a key stuck).
@@ -229,6 +248,8 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
   // `endpointHealth: false`: attempts that went elsewhere than the endpoint (a listener's, on a
   // developer's machine: docs/listen.md) move none of its health, breaker or learnt rate.
   const updates = options.endpointHealth === false ? [] : summariseHealth(completions);
+  // `inlineFirstAttempts: false`: every attempt gets a row of its own, none is logged in its
+  // delivery's row (migration 039); a listener's, which it annotates after this write.
   // The stale test reads the UPDATE's RETURNING: a delivery not updated had lost its lease. Every
   // attempt is logged, even a stale one (the request did reach, or try to reach, the receiver),
   // unless retention has deleted its delivery meanwhile.
@@ -264,6 +285,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
       completions.map((c) => c.outcome.status === 429),
       completions.map((c) => (c.outcome.requestHeaders ? JSON.stringify(c.outcome.requestHeaders) : null)),
       updates.map((u) => u.limitedShare),
+      options.inlineFirstAttempts !== false,
     ],
   );
   const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));

@@ -30,7 +30,7 @@ async function refusal(promise: Promise<unknown>): Promise<OutboundValidationErr
 describeEachBackend("subscription destinations: kinds, settings, sealed credentials", (ctx) => {
   afterEach(async () => {
     useKeyring(undefined);
-    await ctx.db.query("TRUNCATE outbound_attempts, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions CASCADE");
+    await ctx.db.query("TRUNCATE outbound_attempt_rows, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions CASCADE");
   });
   const create = (destination: Record<string, unknown>, more: Record<string, unknown> = {}) =>
     createSubscription(ctx.db, { destination, eventTypes: ["order.*"], ...more });

@@ -73,7 +73,7 @@ export function destinationContract(service: Service, options: { skip?: string; 
         await relay?.stop();
         relay = undefined;
         for (const t of targets.splice(0)) await t.cleanup().catch(() => {});
-        await ctx.db.query("TRUNCATE outbound_attempts, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions CASCADE");
+        await ctx.db.query("TRUNCATE outbound_attempt_rows, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions CASCADE");
       });
 
       it("delivers the signed envelope: it verifies with the standardwebhooks library from the message's attributes", async () => {

@@ -67,5 +67,5 @@ export async function timePasses(db: Queryable): Promise<void> {
 }
 
 export async function resetOrdering(db: Queryable): Promise<void> {
-  await db.query("TRUNCATE outbound_attempts, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions, outbound_ordering_keys, outbound_relay_holds CASCADE");
+  await db.query("TRUNCATE outbound_attempt_rows, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions, outbound_ordering_keys, outbound_relay_holds CASCADE");
 }

@@ -77,5 +77,5 @@ export async function waitFor<T>(what: string, check: () => Promise<T> | T, time
 /** Empties every outbound table, so each test starts from nothing. */
 export async function resetOutbound(db: { query(text: string): Promise<unknown> }): Promise<void> {
   // CASCADE: tables that reference subscriptions (migration 027's outbound_listeners) are emptied with them.
-  await db.query("TRUNCATE outbound_attempts, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions, retention_runs CASCADE");
+  await db.query("TRUNCATE outbound_attempt_rows, outbound_replays, outbound_deliveries, outbound_events, outbound_subscriptions, retention_runs CASCADE");
 }
