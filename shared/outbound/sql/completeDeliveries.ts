@@ -151,9 +151,7 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        first_attempt_request_headers = CASE WHEN c.inline AND d.claims = 1 THEN c.request_headers ELSE d.first_attempt_request_headers END,
        updated_at = now()
      FROM c
-     -- By primary key (ANY of the ids): without it, on a table whose statistics lag (a backlog
-     -- just enqueued) the planner hashed every pending delivery to find the batch's few hundred.
-     WHERE d.id = ANY ($8::text[]) AND d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
+     WHERE d.id = c.id AND d.lease_token = c.token AND d.status = 'pending'
      RETURNING d.id, d.subscription_id, d.ordering_key, d.ordering_seq, d.status, c.inline AND d.claims = 1 AS inlined
    ),
    -- Ordered delivery (migration 013): a key's head delivered moves the head on; dead, it blocks
