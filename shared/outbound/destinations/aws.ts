@@ -5,7 +5,7 @@
  */
 import type { OpenDestination } from "./config.js";
 import { classifyAwsError } from "./classify.js";
-import type { DestinationMessage, SendFailure } from "./message.js";
+import { boundedId, type DestinationMessage, type SendFailure } from "./message.js";
 
 /** Client settings for one AWS destination: its own key when given, else the relay's role (the SDK's default chain). */
 export function awsClientConfig(destination: OpenDestination & { region: string; endpoint: string | null }): Record<string, unknown> {
@@ -31,6 +31,15 @@ export function stringAttributes(attributes: Record<string, string>): Record<str
   const out: Record<string, { DataType: "String"; StringValue: string }> = {};
   for (const [name, value] of Object.entries(attributes)) out[name] = { DataType: "String", StringValue: value };
   return out;
+}
+
+/**
+ * A FIFO queue's or topic's ids for one message (sqs.ts explains them): the delivery id for
+ * de-duplication, the ordering key (else the delivery id: no head-of-line blocking) as the group.
+ * Nothing for a standard queue or topic.
+ */
+export function fifoIds(fifo: boolean, message: DestinationMessage): { MessageDeduplicationId?: string; MessageGroupId?: string } {
+  return fifo ? { MessageDeduplicationId: boundedId(message.webhookId), MessageGroupId: boundedId(message.orderingKey ?? message.webhookId) } : {};
 }
 
 /** SendMessageBatch, PublishBatch and PutEvents: at most 10 entries and 256 KiB per call. */

@@ -9,9 +9,9 @@
  * destination.
  */
 import type { OpenDestination } from "./config.js";
-import { AWS_BATCH, awsBatchSize, awsClientConfig, entryFailures, stringAttributes } from "./aws.js";
+import { AWS_BATCH, awsBatchSize, awsClientConfig, entryFailures, fifoIds, stringAttributes } from "./aws.js";
 import { classifyAwsError } from "./classify.js";
-import { boundedId, type DestinationClient, type DestinationMessage, type SendFailure } from "./message.js";
+import type { DestinationClient, DestinationMessage, SendFailure } from "./message.js";
 
 export async function openSns(destination: OpenDestination & { kind: "sns" }): Promise<DestinationClient & { classify(error: unknown): SendFailure }> {
   const sdk = await import("@aws-sdk/client-sns");
@@ -19,7 +19,7 @@ export async function openSns(destination: OpenDestination & { kind: "sns" }): P
   const entry = (message: DestinationMessage) => ({
     Message: message.body,
     MessageAttributes: stringAttributes(message.attributes),
-    ...(destination.fifo ? { MessageDeduplicationId: boundedId(message.webhookId), MessageGroupId: boundedId(message.orderingKey ?? message.webhookId) } : {}),
+    ...fifoIds(destination.fifo, message),
   });
   return {
     async send(message, signal) {

@@ -10,9 +10,9 @@
  * @aws-sdk/client-sqs for destinations, on the first SQS destination.
  */
 import type { OpenDestination } from "./config.js";
-import { AWS_BATCH, awsBatchSize, awsClientConfig, entryFailures, stringAttributes } from "./aws.js";
+import { AWS_BATCH, awsBatchSize, awsClientConfig, entryFailures, fifoIds, stringAttributes } from "./aws.js";
 import { classifyAwsError } from "./classify.js";
-import { boundedId, type DestinationClient, type DestinationMessage, type SendFailure } from "./message.js";
+import type { DestinationClient, DestinationMessage, SendFailure } from "./message.js";
 
 export async function openSqs(destination: OpenDestination & { kind: "sqs" }): Promise<DestinationClient & { classify(error: unknown): SendFailure }> {
   const sdk = await import("@aws-sdk/client-sqs");
@@ -20,7 +20,7 @@ export async function openSqs(destination: OpenDestination & { kind: "sqs" }): P
   const entry = (message: DestinationMessage) => ({
     MessageBody: message.body,
     MessageAttributes: stringAttributes(message.attributes),
-    ...(destination.fifo ? { MessageDeduplicationId: boundedId(message.webhookId), MessageGroupId: boundedId(message.orderingKey ?? message.webhookId) } : {}),
+    ...fifoIds(destination.fifo, message),
   });
   return {
     async send(message, signal) {
