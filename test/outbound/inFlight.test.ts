@@ -145,6 +145,35 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
     expect(skipped).toEqual([1]);
   });
 
+  it("a claim that gives no first rounds locks only the subscriptions it has a share of: a first-round claim beside it takes a new subscription's deliveries", async (t) => {
+    // PGlite runs one transaction at a time: two claims never overlap there.
+    if (ctx.backend === "pglite") return t.skip();
+    const known = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/known", eventTypes: ["known.*"] });
+    const fresh = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/fresh", eventTypes: ["fresh.*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, [...events("known", 3, "known.x"), ...events("fresh", 3, "fresh.x")]));
+    // The relay's claim for what it already knows, its transaction still open (as while its
+    // second statement runs), beside the one claim that gives new subscriptions their first round.
+    let commit!: () => void;
+    const committed = new Promise<void>((r) => { commit = r; });
+    let claimedKnown!: (ids: string[]) => void;
+    const knownClaim = new Promise<string[]>((r) => { claimedKnown = r; });
+    const holder = leaseWrite(ctx.db, async (tx) => {
+      const claimed = await claimDueDeliveries(tx, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), perSubscription: 0, shares: new Map([[known.id, 2]]) });
+      claimedKnown(claimed.map((d) => d.subscriptionId));
+      await committed;
+    });
+    try {
+      expect(await knownClaim).toEqual([known.id, known.id]);
+      const skipped: number[] = [];
+      const firstRound = await claimDueDeliveries(ctx.db, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), perSubscription: 3, onBusy: (n) => skipped.push(n) });
+      expect(firstRound.map((d) => d.subscriptionId)).toEqual([fresh.id, fresh.id, fresh.id]);
+      expect(skipped).toEqual([1]); // the known subscription, held by the other claim
+    } finally {
+      commit();
+      await holder;
+    }
+  });
+
   it("a relay whose claim skipped a held subscription looks again once it is free, not at its next poll", async (t) => {
     if (ctx.backend === "pglite") return t.skip();
     receiver = await startReceiver();

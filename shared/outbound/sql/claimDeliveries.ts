@@ -189,10 +189,10 @@ const CLAIMABLE = (s: string) => `${s}.status <> 'disabled' AND ${s}.paused_at I
  * checks CLAIMABLE again: its snapshot, taken after the lock, sees a pause or a hold committed
  * since this one's.
  */
-const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `WITH due AS MATERIALIZED (
+const lockDue = (candidates: string) => `WITH due AS MATERIALIZED (
      SELECT s.id
      FROM outbound_subscriptions s
-     WHERE ${CLAIMABLE("s")} AND s.id <> ALL ($1::text[])
+     WHERE ${CLAIMABLE("s")} AND ${candidates}
        -- A scalar sub-select, not EXISTS (which would drop the ORDER BY): ordered, it walks the
        -- due-by-subscription index, never the subscription's dead letters.
        AND (
@@ -209,7 +209,16 @@ const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", `WITH due AS MATE
      ORDER BY s.id
      FOR NO KEY UPDATE OF s SKIP LOCKED
    )
-   SELECT ARRAY(SELECT id FROM locked) AS ids, (SELECT count(*) FROM due)::int AS due`);
+   SELECT ARRAY(SELECT id FROM locked) AS ids, (SELECT count(*) FROM due)::int AS due`;
+/** Every subscription with due work, but those the relay gives no share now ($1). */
+const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", lockDue("s.id <> ALL ($1::text[])"));
+/**
+ * Only the subscriptions the relay gives a share now ($1): a claim that gives no first rounds
+ * (perSubscription 0) locked every new subscription's row as well, for nothing, and the first-round
+ * claim running beside it then skipped those rows: both took none of them while 2 000 deliveries
+ * of new subscriptions were due (issue 28).
+ */
+const LOCK_LISTED_SUBSCRIPTIONS = prepared("outbound_claim_lock_listed", lockDue("s.id = ANY ($1::text[])"));
 
 /**
  * The claim proper, for the subscriptions the first statement locked ($5). Parameters: $1 most rows,
@@ -320,7 +329,7 @@ export interface ClaimRequest {
  * together are cut to `limit`, oldest due first. A backlog thus fills neither a claim nor a relay.
  *
  * Two statements in the caller's transaction (leaseWrite). The first locks the subscriptions with
- * due work that nothing else holds, in id order: claims that could count the same subscription
+ * due work that nothing else holds (with `perSubscription` 0, only those `shares` gives room), in id order: claims that could count the same subscription
  * never run side by side (the later one skips it), and the second statement, starting after the
  * lock, sees every hold committed before it. What is leased is counted in
  * outbound_relay_holds, one row per relay and subscription (see migration 011): this relay's row
@@ -338,11 +347,15 @@ export async function claimDueDeliveries(q: Queryable | Database, request: Claim
   // The two statements must share a transaction (the lock must last until the claim is written).
   if ("transaction" in q) return leaseWrite(q, (tx) => claimDueDeliveries(tx, request));
   const tx = q;
-  const skipped = [...(request.shares ?? [])].filter(([, n]) => n <= 0).map(([id]) => id);
-  const { rows: [lock] } = await tx.query<{ ids: string[]; due: number }>(LOCK_DUE_SUBSCRIPTIONS, [skipped]);
-  const due = lock!.ids;
-  if (lock!.due > due.length) request.onBusy?.(lock!.due - due.length);
   const done = [...(request.done ?? [])].filter(([, n]) => n > 0);
+  const onlyListed = request.perSubscription === 0;
+  const listed = [...(request.shares ?? [])].filter(([, n]) => (onlyListed ? n > 0 : n <= 0)).map(([id]) => id);
+  let due: string[] = [];
+  if (!onlyListed || listed.length > 0) {
+    const { rows: [lock] } = await tx.query<{ ids: string[]; due: number }>(onlyListed ? LOCK_LISTED_SUBSCRIPTIONS : LOCK_DUE_SUBSCRIPTIONS, [listed]);
+    due = lock!.ids;
+    if (lock!.due > due.length) request.onBusy?.(lock!.due - due.length);
+  }
   if (due.length === 0 && done.length === 0) return [];
   const shares = [...(request.shares ?? [])];
   const sentAt = performance.now();
