@@ -5,10 +5,15 @@
  * - an answer that shows the endpoint coping (2xx, or any 4xx but 408/429) raises the limit: by 1
  *   per answer below `ssthresh` (slow start: the limit doubles each round trip), by 1/limit above
  *   it (one more per round trip);
- * - a sign of overload (timeout, network error, 5xx, 408) halves it, at most once per round
- *   trip: failures of attempts that started before the last decrease were in flight together and
- *   count as one signal (TCP's one reduction per window). So a burst of 64 concurrent failures
- *   halves the limit once, and an endpoint that hangs goes 8 → 4 → 2 → 1 over three timeouts;
+ * - a sign of overload (network error, 5xx, 408) halves it, at most once per round trip: failures
+ *   of attempts that started before the last decrease were in flight together and count as one
+ *   signal (TCP's one reduction per window). So a burst of 64 concurrent failures halves the limit
+ *   once;
+ * - a timeout drops it to 1 (halving `ssthresh`), as TCP's retransmission timeout drops its window
+ *   to one segment (RFC 5681, 3.1): nothing came back at all. Halving let 100 endpoints that hang
+ *   start 400-500 new attempts at each wave of timeouts (8 → 4 → 2), every one of them a new
+ *   connection the relay's one event loop opened between the healthy endpoints' attempts (issue
+ *   28); a slow endpoint that timed out once climbs back by slow start, doubling per round trip;
  * - a 429 does neither: the receiver is metering requests per second, not short of capacity, and
  *   the pace (acceptedRate.ts) is what answers it; halving here restarted the endpoint low after
  *   every hold, most of the next second wasted (issue 28);
@@ -33,7 +38,7 @@ export interface ConcurrencyLimits {
   /** Recent attempt latency of `subscriptionId` in ms (a moving average), or null before its first. */
   latencyOf(subscriptionId: string): number | null;
   /** Records an attempt's outcome; `startedAt` is when it started (performance.now()). */
-  record(subscriptionId: string, outcome: Pick<DeliveryOutcome, "result" | "status">, startedAt: number, now?: number): void;
+  record(subscriptionId: string, outcome: Pick<DeliveryOutcome, "result" | "status"> & { errorClass?: string | null }, startedAt: number, now?: number): void;
   /** Subscriptions with a state (seen recently). */
   known(): IterableIterator<string>;
   /** Forgets subscriptions untouched for `idleMs` (their next attempt starts from `initial`). */
@@ -82,7 +87,7 @@ export function createConcurrencyLimits(options: AdaptiveConcurrencyOptions = {}
       }
       if (startedAt < s.lastDecreaseAt) return; // in flight with the failures that already counted
       s.ssthresh = Math.max(1, s.limit / 2);
-      s.limit = s.ssthresh;
+      s.limit = outcome.errorClass === "timeout" ? 1 : s.ssthresh;
       s.lastDecreaseAt = now;
     },
     known: () => states.keys(),

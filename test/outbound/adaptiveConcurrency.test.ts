@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createConcurrencyLimits, isOverload } from "../../shared/outbound/adaptiveConcurrency.js";
 
 const ok = { result: "delivered", status: 204 } as const;
-const timeout = { result: "retryable" as const, status: null };
+const timeout = { result: "retryable" as const, status: null, errorClass: "timeout" };
+const refused = { result: "retryable" as const, status: null, errorClass: "connection_refused" };
 const unavailable = { result: "retryable" as const, status: 503 };
 
 describe("adaptive concurrency (AIMD per subscription)", () => {
@@ -25,18 +26,25 @@ describe("adaptive concurrency (AIMD per subscription)", () => {
     expect(limits.limitOf("s")).toBe(32);
   });
 
-  it("an endpoint that hangs goes 8 → 4 → 2 → 1 over three rounds of timeouts, and never below 1", () => {
-    const limits = createConcurrencyLimits({ initial: 8, max: 64 });
+  it("a timeout drops the limit to 1 at once (TCP's retransmission timeout), halving ssthresh; other failures halve it, 8 → 4 → 2 → 1", () => {
+    const hangs = createConcurrencyLimits({ initial: 8, max: 64 });
+    for (let i = 0; i < 8; i++) hangs.record("s", timeout, 0, 3000 + i); // one round of 8 runs to the timeout
+    expect(hangs.limitOf("s")).toBe(1);
+    for (let i = 0; i < 3; i++) hangs.record("s", ok, 4000, 4001 + i); // slow start back up to ssthresh (4)...
+    expect(hangs.limitOf("s")).toBe(4);
+    hangs.record("s", ok, 4000, 4010); // ...then one per round trip
+    expect(hangs.limitOf("s")).toBe(4);
+    const fails = createConcurrencyLimits({ initial: 8, max: 64 });
     const seen: number[] = [];
     let t = 0;
     for (let round = 0; round < 5; round++) {
       const started = t;
-      t += 3000; // each round's attempts run to the timeout
-      for (let i = 0; i < limits.limitOf("s"); i++) limits.record("s", timeout, started, t + i);
-      seen.push(limits.limitOf("s"));
+      t += 50;
+      for (let i = 0; i < fails.limitOf("s"); i++) fails.record("s", refused, started, t + i);
+      seen.push(fails.limitOf("s"));
       t += 10;
     }
-    expect(seen).toEqual([4, 2, 1, 1, 1]);
+    expect(seen).toEqual([4, 2, 1, 1, 1]); // and never below 1
   });
 
   it("recovers by slow start to half the old limit (doubling per round trip), then one per round trip", () => {

@@ -184,21 +184,24 @@ describeEachBackend("outbound leases", (ctx) => {
   it("graceful shutdown: stops claiming, finishes in-flight attempts, leaves the rest unleased", async () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => { open = r; });
-    receiver = await startReceiver(() => ({ status: 200, delay: gate }));
+    // The first request is answered at once: a new endpoint gets one attempt until it answers
+    // (relay.ts, FIRST_CLAIM_UNKNOWN); the next five are held.
+    let answered = 0;
+    receiver = await startReceiver(() => (answered++ === 0 ? { status: 200 } : { status: 200, delay: gate }));
     const sub = await createSubscription(ctx.db, { url: receiver.url, eventTypes: ["*"] });
-    for (let i = 0; i < 20; i++) await enqueue(ctx.db, { id: `shut-${i}`, type: "a.b", data: {} });
+    for (let i = 0; i < 21; i++) await enqueue(ctx.db, { id: `shut-${i}`, type: "a.b", data: {} });
     const relay = createRelay({ db: ctx.db, transport, batchSize: 5, concurrency: 5, pollIntervalMs: 10 });
     await relay.start();
     await waitFor("5 requests held by the receiver", () => receiver!.inFlight === 5);
     const stopped = relay.stop();
     await new Promise((r) => setTimeout(r, 100));
-    expect(receiver.received).toHaveLength(5); // nothing new claimed while stopping
+    expect(receiver.received).toHaveLength(6); // nothing new claimed while stopping
     open();
     await stopped;
     const { rows } = await ctx.db.query<{ status: string; leased: boolean; n: number }>(
       `SELECT status, lease_token IS NOT NULL AS leased, count(*)::int AS n FROM outbound_deliveries
        WHERE subscription_id = $1 GROUP BY 1, 2 ORDER BY 1`, [sub.id]);
-    expect(rows).toEqual([{ status: "delivered", leased: false, n: 5 }, { status: "pending", leased: false, n: 15 }]);
-    expect(receiver.received).toHaveLength(5);
+    expect(rows).toEqual([{ status: "delivered", leased: false, n: 6 }, { status: "pending", leased: false, n: 15 }]);
+    expect(receiver.received).toHaveLength(6);
   }, 60_000);
 });

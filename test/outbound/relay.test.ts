@@ -60,6 +60,32 @@ describeEachBackend("outbound relay", (ctx) => {
     await waitFor("delivery after NOTIFY", () => receiver.received.length === 1, 60_000);
   }, 90_000);
 
+  it("a new endpoint that hangs gets one attempt until it answers, not a round of its turns; after a timeout, still one at a time", async () => {
+    // 100 such endpoints opened 800 connections in the relay's first 300 ms, and 400-500 more at
+    // each wave of timeouts, between the healthy endpoints' attempts (issue 28, bench:isolation).
+    const short = createTransport({ allowedDestinations: ["127.0.0.1"], timeoutMs: 600 });
+    let release!: () => void;
+    const never = new Promise<void>((r) => { release = r; });
+    const hanging = await startReceiver(() => ({ status: 200, delay: never }));
+    receiver = hanging;
+    await createSubscription(ctx.db, { url: hanging.url, eventTypes: ["*"] });
+    for (let i = 0; i < 20; i++) await enqueue(ctx.db, { id: `hang-${i}`, type: "a.b", data: {} });
+    try {
+      await makeRelay({ transport: short }).start();
+      await new Promise((r) => setTimeout(r, 400)); // within the first attempt's 600 ms
+      expect(hanging.received).toHaveLength(1);
+      // At the timeout the limit falls to 1 (halving it, 8 → 4, let four go at once).
+      await waitFor("the attempt after the first timeout", () => hanging.received.length >= 2, 20_000);
+      await new Promise((r) => setTimeout(r, 300)); // within that attempt's 600 ms
+      expect(hanging.received).toHaveLength(2);
+    } finally {
+      await relay?.stop();
+      relay = undefined;
+      release();
+      await short.close();
+    }
+  }, 60_000);
+
   it("signs with every secret during rotation", async () => {
     receiver = await startReceiver();
     const oldSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
