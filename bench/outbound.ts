@@ -26,7 +26,7 @@
  *
  *   npm run bench:outbound
  *   env: BENCH_EVENTS (10000), BENCH_CONNECTIONS (64), BENCH_ROUNDS (3), BENCH_CEILING_SECONDS (5)
- *   BENCH_ONLY=flow: only the relay's defaults against the baseline; BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts);
+ *   BENCH_ONLY=flow: only the relay's defaults against the baseline (flow-nohttp: both with the instant fake transport); BENCH_ONLY=enqueue: only the enqueue cost (bench/enqueue.ts);
  *   BENCH_ONLY=transformation: only the defaults beside a transformation on every delivery
  *   BENCH_ONLY=telemetry: only the defaults with the OpenTelemetry SDK off beside on, one fresh process per side per round (bench/outbound/telemetrySide.ts)
  */
@@ -100,6 +100,12 @@ const telemetryContenders: Contender[] = [
 
 /** BENCH_ONLY=flow runs only our relay's defaults against the baseline (the flow-control check, a shorter run). */
 const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2)
+  // BENCH_ONLY=flow-nohttp: the same two with the instant fake transport, where the relay's own
+  // bookkeeping is most of the CPU (a change of a few µs per event shows above the noise).
+  : process.env.BENCH_ONLY === "flow-nohttp" ? [
+    { name: `diagnostic: our relay, defaults, no HTTP (instant fake transport)`, kind: "ours" as const, run: (u: string, rx: ReceiverStats) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx }).then(fromRun) },
+    { name: `diagnostic: our relay at the baseline commit (${BASELINE_COMMIT.slice(0, 7)}), no HTTP`, kind: "baseline" as const, run: (u: string, rx: ReceiverStats) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx, baseline }).then(fromRun) },
+  ]
   // BENCH_ONLY=transformation: the defaults beside a transformation on every delivery (issue 30).
   : process.env.BENCH_ONLY === "transformation" ? [allContenders[0]!, allContenders[2]!]
   : process.env.BENCH_ONLY === "telemetry" ? telemetryContenders : allContenders;
@@ -188,6 +194,7 @@ async function main() {
   };
   // The flow-control check (issue 15): today's defaults against the relay before it, same run.
   against(allContenders[0]!, allContenders[1]!, `ours (defaults) / the relay at ${BASELINE_COMMIT.slice(0, 7)}`, 0.95);
+  if (process.env.BENCH_ONLY === "flow-nohttp") against(contenders[0]!, contenders[1]!, `ours, no HTTP / the relay at ${BASELINE_COMMIT.slice(0, 7)}, no HTTP`);
   // Issue 30: a transformation on every delivery against none.
   against(allContenders[2]!, allContenders[0]!, "ours with a transformation on every delivery / ours without");
   // Issue 33: telemetry on against off, and what it adds to the relay's own CPU per delivery.
