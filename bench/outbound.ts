@@ -66,6 +66,8 @@ const C = CONNECTIONS;
 /** A transformation a customer might write: reshape the body, add a header (docs/transformations.md). */
 const BENCH_TRANSFORMATION = `(event) => ({ body: { kind: event.type, at: event.timestamp, payload: event.data }, headers: { "x-kind": event.type } })`;
 const baseline = await loadBaseline();
+/** The relay's defaults with the instant fake transport: its own bookkeeping without the HTTP exchange. */
+const oursNoHttp: Contender = { name: `diagnostic: our relay, defaults, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx }).then(fromRun) };
 const allContenders: Contender[] = [
   // The relay's defaults (concurrency 1024, batch 500, 2 completion writers), HTTP capped at the connections.
   { name: `our relay, defaults (concurrency 1024, batch 500, 2 writers)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { receiver: rx }).then(fromRun) },
@@ -78,7 +80,7 @@ const allContenders: Contender[] = [
   { name: `our relay, concurrency 256, batch 250 (fewer re-sends after a crash)`, kind: "ours", run: (u, rx) => runOurs(u, EVENTS, C, 256, 250, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue ${C + 1}`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { receiver: rx }).then(fromRun) },
   { name: `graphile-worker, concurrentJobs ${C}, localQueue 500`, kind: "graphile", run: (u, rx) => runGraphile(u, EVENTS, C, 500, { receiver: rx }).then(fromRun) },
-  { name: `diagnostic: our relay, defaults, no HTTP (instant fake transport)`, kind: "diagnostic", run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx }).then(fromRun) },
+  oursNoHttp,
   { name: `diagnostic: graphile-worker localQueue ${C + 1}, no-op task`, kind: "diagnostic", run: (u, rx) => runGraphile(u, EVENTS, C, C + 1, { noHttp: true, receiver: rx }).then(fromRun) },
   { name: "our transport alone (no database)", kind: "reference", run: (u, rx) => measureTransport(u, C, CEILING_SECONDS, rx).then((r) => ({
     perSecond: r.perSecond, events: r.sent, cpuUsPerEvent: r.cpuMsPerEvent * 1000, dbCpuUsPerEvent: null, rxCpuUsPerEvent: rxUs(r.receiver, r.sent), enqueuePerSecond: null, machine: r.receiver?.machine ?? null,
@@ -102,10 +104,10 @@ const telemetryContenders: Contender[] = [
 const contenders = process.env.BENCH_ONLY === "flow" ? allContenders.slice(0, 2)
   // BENCH_ONLY=flow-nohttp: the same two with the instant fake transport, where the relay's own
   // bookkeeping is most of the CPU (a change of a few µs per event shows above the noise).
-  : process.env.BENCH_ONLY === "flow-nohttp" ? [
-    { name: `diagnostic: our relay, defaults, no HTTP (instant fake transport)`, kind: "ours" as const, run: (u: string, rx: ReceiverStats) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx }).then(fromRun) },
-    { name: `diagnostic: our relay at the baseline commit (${BASELINE_COMMIT.slice(0, 7)}), no HTTP`, kind: "baseline" as const, run: (u: string, rx: ReceiverStats) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx, baseline }).then(fromRun) },
-  ]
+  : process.env.BENCH_ONLY === "flow-nohttp" ? [oursNoHttp, {
+    name: `diagnostic: our relay at the baseline commit (${BASELINE_COMMIT.slice(0, 7)}), no HTTP`, kind: "baseline",
+    run: (u, rx) => runOurs(u, EVENTS, C, 1024, 500, { noHttp: true, receiver: rx, baseline }).then(fromRun),
+  } satisfies Contender]
   // BENCH_ONLY=transformation: the defaults beside a transformation on every delivery (issue 30).
   : process.env.BENCH_ONLY === "transformation" ? [allContenders[0]!, allContenders[2]!]
   : process.env.BENCH_ONLY === "telemetry" ? telemetryContenders : allContenders;

@@ -329,9 +329,9 @@ export interface ClaimRequest {
  * together are cut to `limit`, oldest due first. A backlog thus fills neither a claim nor a relay.
  *
  * Two statements in the caller's transaction (leaseWrite). The first locks the subscriptions with
- * due work that nothing else holds (with `perSubscription` 0, only those `shares` gives room), in id order: claims that could count the same subscription
- * never run side by side (the later one skips it), and the second statement, starting after the
- * lock, sees every hold committed before it. What is leased is counted in
+ * due work that nothing else holds (with `perSubscription` 0, only those `shares` gives room), in
+ * id order: claims that could count the same subscription never run side by side (the later one
+ * skips it), and the second statement, starting after the lock, sees every hold committed before it. What is leased is counted in
  * outbound_relay_holds, one row per relay and subscription (see migration 011): this relay's row
  * gets what it claims now, less what it finished since its last claim.
  *
