@@ -29,6 +29,15 @@ export const RATE_DECREASE = 0.85;
  */
 export const RATE_PROBE_GROWTH = 0.02;
 /**
+ * The probe speeds up the longer no 429 comes (CUBIC's convex part): its growth per second is
+ * RATE_PROBE_GROWTH × (1 + t / RATE_PROBE_SPEEDUP_SECONDS) t seconds into it, 2 %, 4 %, 6 %... a
+ * second, so the pace is multiplied by (1 + RATE_PROBE_GROWTH) to the power t + t² / 2. Near the
+ * rate the last 429 came at it is as slow as before (2.6 % in its first second); a rate learnt too
+ * low (four relays each seeing a part of the endpoint's successes) is left behind in seconds:
+ * 0.8 of the limit back to it in 3.9 s, where 2 % a second took 11 s (bench/ratelimit.ts).
+ */
+export const RATE_PROBE_SPEEDUP_SECONDS = 1;
+/**
  * After a 429, the pace climbs back by this share per second (fast) until it reaches
  * RATE_RECOVER_SHARE of the rate the 429 came at, and from there by RATE_PROBE_GROWTH (slow): the
  * concave-then-convex probing of TCP CUBIC, in two straight pieces. The 429 says the limit is near
@@ -56,9 +65,11 @@ export const RATE_RELEARN_SECONDS = 1;
  * token bucket refuses the excess only), and the pace comes down at once; holding every request
  * for a second for each cost the backlog most of that second each time (bench/ratelimit.ts: 57 %
  * of a 200/s limit). A receiver whose limit is a window (100 per minute, Retry-After: 37) refuses
- * everything after it: its second 429 in a row holds.
+ * everything after it: its fifth 429 in a row after a success holds. Half was tried: the share of
+ * one relay's answers is noisy, and with four relays most seconds after a pace that overshot
+ * held (200/s: ten seconds in a row, 63 % of the limit; 0.8: 75-88 % in three runs).
  */
-export const RATE_REFUSING_SHARE = 0.5;
+export const RATE_REFUSING_SHARE = 0.8;
 /** The lowest learnt rate (per second): an endpoint is never paced to a standstill. */
 export const RATE_FLOOR_PER_SECOND = 0.1;
 /** The window of successes the accepted rate is measured over (ms), and its shortest span. */
@@ -72,18 +83,20 @@ export const ACCEPTED_MIN_SAMPLE = 3;
  * its 429 came at (`limited_at_rate_per_second`): the fast climb up to RATE_RECOVER_SHARE of that
  * rate, then the slow climb from there; the two pieces meet where the fast one reaches it, so the
  * pace is the lower of them. Without it (learnt before migration 029): the slow climb from the
- * learnt rate. NULL when nothing was learnt. The exponents are bounded (past 200 s the slow climb
- * is hundreds of times where it started: no longer a limit in practice) so no power overflows.
+ * learnt rate. NULL when nothing was learnt. The exponents are bounded (at 200 the slow climb is
+ * 52 times where it started: no longer a limit in practice) so no power overflows.
  */
 export const grownRate = (s: string, at: string) => {
   const seconds = `LEAST(200, GREATEST(0, extract(epoch FROM ${at} - ${s}.learned_at)))::float8`;
   const learned = `${s}.learned_rate_per_second`;
-  const slow = `${learned} * power(${1 + RATE_PROBE_GROWTH}::float8, ${seconds})`;
+  // The probe's exponent x seconds into it: x + x² / (2 × RATE_PROBE_SPEEDUP_SECONDS), at most 200.
+  const probed = (x: string) => `LEAST(200, (${x}) + (${x}) * (${x}) / ${2 * RATE_PROBE_SPEEDUP_SECONDS})`;
+  const slow = `${learned} * power(${1 + RATE_PROBE_GROWTH}::float8, ${probed(seconds)})`;
   const target = `(${RATE_RECOVER_SHARE} * ${s}.limited_at_rate_per_second)`;
   // When the fast climb reaches the target (0 if the learnt rate is there already, at the floor).
   const reached = `GREATEST(0, ln(GREATEST(${target}, ${learned}) / ${learned}) / ln(${1 + RATE_RECOVERY_GROWTH}::float8))`;
   const fast = `${learned} * power(${1 + RATE_RECOVERY_GROWTH}::float8, ${seconds})`;
-  const onward = `GREATEST(${target}, ${learned}) * power(${1 + RATE_PROBE_GROWTH}::float8, GREATEST(0, ${seconds} - ${reached}))`;
+  const onward = `GREATEST(${target}, ${learned}) * power(${1 + RATE_PROBE_GROWTH}::float8, ${probed(`GREATEST(0, ${seconds} - ${reached})`)})`;
   return `(CASE WHEN ${s}.limited_at_rate_per_second IS NULL THEN ${slow} ELSE LEAST(${fast}, ${onward}) END)`;
 };
 
@@ -101,6 +114,8 @@ export interface AcceptedRates {
   perSecond(subscriptionId: string, now: number): number | null;
   /** Of the successes and 429s in the window, the share of 429s (0 when there were none). */
   limitedShare(subscriptionId: string, now: number): number;
+  /** The 429s in the window. */
+  limitedCount(subscriptionId: string, now: number): number;
   /** Forgets the windows with no answer in the last ACCEPTED_WINDOW_MS. */
   forgetIdle(now: number): void;
 }
@@ -149,6 +164,7 @@ export function createAcceptedRates(): AcceptedRates {
       const all = refused + count(successes, id, now);
       return all === 0 ? 0 : refused / all;
     },
+    limitedCount: (id, now) => count(limited, id, now),
     forgetIdle(now) {
       for (const windows of [successes, limited]) {
         for (const [id, w] of windows) if ((w.times[w.times.length - 1] ?? -Infinity) < now - ACCEPTED_WINDOW_MS) windows.delete(id);

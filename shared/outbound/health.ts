@@ -114,11 +114,14 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
     u.throttleSeconds = Math.max(u.throttleSeconds, throttleOf(c));
     u.statedPerSecond = c.outcome.rateLimit?.quotaPerSecond ?? u.statedPerSecond;
     if (c.outcome.status === 429) {
-      // Not a failure, not a success: the breaker's count is left as it was.
-      u.rateLimited = true;
-      const accepted = c.acceptedPerSecond ?? null;
-      if (accepted !== null) u.acceptedPerSecond = Math.max(u.acceptedPerSecond ?? 0, accepted);
-      if (c.limitedShare !== undefined) u.limitedShare = Math.max(u.limitedShare ?? 0, c.limitedShare);
+      // Not a failure, not a success: the breaker's count is left as it was. Only a 429 that
+      // teaches (types.ts) sets the learnt rate again.
+      if (c.teaches !== false) {
+        u.rateLimited = true;
+        const accepted = c.acceptedPerSecond ?? null;
+        if (accepted !== null) u.acceptedPerSecond = Math.max(u.acceptedPerSecond ?? 0, accepted);
+        if (c.limitedShare !== undefined) u.limitedShare = Math.max(u.limitedShare ?? 0, c.limitedShare);
+      }
     } else if (c.outcome.result === "delivered") {
       u.succeeded = true;
       if (c.delivery.probe) u.probeSucceeded = true;

@@ -14,7 +14,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retryPolicy.js";
 import { createLeaseKeeper } from "./leaseKeeper.js";
 import { claimDueDeliveries, claimProbeDeliveries, DEFAULT_MAX_IN_FLIGHT, forgetHolds, leaseWrite, reportDone } from "./sql/claimDeliveries.js";
 import { createConcurrencyLimits } from "./adaptiveConcurrency.js";
-import { createAcceptedRates } from "./acceptedRate.js";
+import { ACCEPTED_MIN_SAMPLE, createAcceptedRates } from "./acceptedRate.js";
 import { completeDeliveries, type CompletionResult } from "./sql/completeDeliveries.js";
 import { releaseDeliveries } from "./sql/releaseDeliveries.js";
 import { deferUnsent, UNREADABLE_SECRET_RETRY_SECONDS } from "./sql/deferUnsent.js";
@@ -353,12 +353,17 @@ export function createRelay(options: RelayOptions): Relay {
     const limitedShare = outcome.status === 429 ? accepted.limitedShare(delivery.subscriptionId, now) : undefined;
     const throttle = throttleOf({ outcome, decision, limitedShare, delivery });
     if (throttle > 0) holdUntil(delivery.subscriptionId, now + throttle * 1000);
-    if (outcome.status === 429) return { delivery, outcome, decision, acceptedPerSecond: accepted.perSecond(delivery.subscriptionId, now), limitedShare };
+    if (outcome.status === 429) {
+      // Paced already, a 429 teaches once this relay has seen enough of them to tell the share of
+      // the pace refused; the first one of an endpoint not paced yet teaches at once (acceptedRate.ts).
+      const teaches = !delivery.slot || accepted.limitedCount(delivery.subscriptionId, now) >= ACCEPTED_MIN_SAMPLE;
+      return { delivery, outcome, decision, acceptedPerSecond: accepted.perSecond(delivery.subscriptionId, now), limitedShare, teaches };
+    }
     return { delivery, outcome, decision };
   };
 
   const complete = async (completions: Completion[]) => {
-    const result = await completeDeliveries(db, completions, health);
+    const result = await completeDeliveries(db, completions, health, { relayId });
     const lost = result.stale.length - result.cancelled.length;
     if (lost > 0) logger?.warn({ stale: lost }, "completions not applied: the lease was lost to another relay (this relay held the deliveries past their lease)");
     if (result.cancelled.length > 0) logger?.info({ cancelled: result.cancelled.length }, "completions not applied: the deliveries were cancelled (their subscription deleted) during the attempt");

@@ -4,6 +4,7 @@
  * long an answer asks us to leave the endpoint alone. Pure, so tested as tables of batches.
  */
 import { describe, expect, it } from "vitest";
+import { RATE_REFUSING_SHARE } from "../../shared/outbound/acceptedRate.js";
 import { summariseHealth, throttleOf, type HealthUpdate } from "../../shared/outbound/health.js";
 import type { DeliveryOutcome } from "../../shared/outbound/transport.js";
 import type { Completion, Decision } from "../../shared/outbound/types.js";
@@ -92,6 +93,16 @@ describe("summariseHealth", () => {
     const updates = summariseHealth([asked("a", 30), asked("a", 5), completion("a", "ok"), asked("b", null, 429), asked("b", null), asked("c", 2), asked("c", 9)]);
     expect(updates.map((u) => [u.subscriptionId, u.throttleSeconds])).toEqual([["a", 30], ["b", 1], ["c", 9]]);
   });
+
+  it("a 429 that teaches no rate (a paced endpoint, too few 429s seen) still holds as asked, and learns nothing", () => {
+    const limited = (teaches: boolean | undefined, acceptedPerSecond: number) => ({
+      ...completion("a", "fail", { outcome: { status: 429, retryAfterSeconds: 2 }, decision: { delaySeconds: 2 } }),
+      acceptedPerSecond, limitedShare: 0.9, ...(teaches === undefined ? {} : { teaches }),
+    });
+    expect(summariseHealth([limited(false, 40)])).toEqual([update("a", { throttleSeconds: 2 })]);
+    expect(summariseHealth([limited(false, 40), limited(undefined, 30), limited(true, 20)]))
+      .toEqual([update("a", { throttleSeconds: 2, rateLimited: true, acceptedPerSecond: 30, limitedShare: 0.9 })]);
+  });
 });
 
 describe("throttleOf", () => {
@@ -123,10 +134,11 @@ describe("DEFAULT_HEALTH_POLICY", () => {
       return { ...c, delivery: { ...c.delivery, slot }, ...(limitedShare === undefined ? {} : { limitedShare }) };
     };
     const updates = summariseHealth([
-      // Metering: one 429 among many successes lately; the pace comes down, nothing is held.
-      limited("metering", 0.02), limited("metering", 0.5, { at: 0, latest: 0 }),
-      // Refusing: most answers lately were 429s.
-      limited("refusing", 0.02), limited("refusing", 0.51),
+      // Metering: a 429 among successes lately (up to RATE_REFUSING_SHARE of the answers); the
+      // pace comes down, nothing is held.
+      limited("metering", 0.02), limited("metering", RATE_REFUSING_SHARE, { at: 0, latest: 0 }),
+      // Refusing: nearly all answers lately were 429s.
+      limited("refusing", 0.02), limited("refusing", RATE_REFUSING_SHARE + 0.01),
       // A stated "quota spent, resets in 5 s" holds, metering or not.
       limited("spent", 0.02, null, true),
       // A configured limit's slot is kept strictly: its 429 holds whatever the share.

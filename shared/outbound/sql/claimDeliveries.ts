@@ -407,9 +407,11 @@ export async function renewHolds(q: Queryable, relayId: string, leaseSeconds: nu
   await q.query(RENEW_HOLDS, [relayId, leaseSeconds]);
 }
 
-/** Forgets holds of relays long gone, and rows of nothing held (one per relay run and subscription). */
+/** Forgets holds of relays long gone, rows of nothing held (one per relay run and subscription), and old rate reports. */
 export async function forgetHolds(q: Queryable): Promise<number> {
-  const { rowCount } = await q.query("DELETE FROM outbound_relay_holds WHERE held <= 0 OR expires_at < now() - interval '10 minutes'");
+  // With the relays' reports of what endpoints accepted, which count for a second (completeDeliveries.ts).
+  const { rowCount } = await q.query(`WITH reports AS (DELETE FROM outbound_rate_reports WHERE reported_at < now() - interval '10 minutes')
+     DELETE FROM outbound_relay_holds WHERE held <= 0 OR expires_at < now() - interval '10 minutes'`);
   return rowCount ?? 0;
 }
 

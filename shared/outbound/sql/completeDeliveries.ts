@@ -5,7 +5,7 @@ import { prepared } from "../../db/prepared.js";
 import type { HealthPolicy } from "../health.js";
 import { DEFAULT_HEALTH_POLICY, summariseHealth } from "../health.js";
 import type { Completion } from "../types.js";
-import { grownRate, RATE_DECREASE, RATE_FLOOR_PER_SECOND, RATE_MOST_DECREASE, RATE_RELEARN_SECONDS } from "../acceptedRate.js";
+import { ACCEPTED_WINDOW_MS, grownRate, RATE_DECREASE, RATE_FLOOR_PER_SECOND, RATE_MOST_DECREASE, RATE_RELEARN_SECONDS } from "../acceptedRate.js";
 
 export interface HealthTransition {
   subscriptionId: string;
@@ -31,31 +31,60 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29, this relay $31), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
+/**
+ * SQL: what endpoint `s` accepted lately as every relay saw it at a 429: this relay's view (u) and
+ * the last reports of the others ($31 is this relay) in the window successes are counted over.
+ * NULL for a row without a 429 and a view (nothing is looked up for it).
+ */
+const REPORTED = `(CASE WHEN u.limited AND u.accepted IS NOT NULL THEN u.accepted + COALESCE((
+     SELECT sum(r.accepted_per_second) FROM outbound_rate_reports r
+     WHERE r.subscription_id = s.id AND r.relay_id IS DISTINCT FROM $31::uuid
+       AND r.reported_at > now() - ${ACCEPTED_WINDOW_MS} * interval '1 millisecond'), 0) END)`;
+
+/**
+ * SQL: this relay ($31) is the only one known to send to endpoint `s`: no other holds its
+ * deliveries, none reported a 429 from it lately. One relay's view of what several shared is
+ * a part of it, and a part the relays do not share evenly (migration 040).
+ */
+const ALONE = `(NOT EXISTS (SELECT 1 FROM outbound_relay_holds h
+                    WHERE h.subscription_id = s.id AND h.relay_id IS DISTINCT FROM $31::uuid AND h.held > 0 AND h.expires_at > now())
+       AND NOT EXISTS (SELECT 1 FROM outbound_rate_reports r
+                       WHERE r.subscription_id = s.id AND r.relay_id IS DISTINCT FROM $31::uuid AND r.reported_at > now() - interval '10 seconds'))`;
+
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[], $29::float8[])
        AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated, limited_share)
    ),
    n AS (
      SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status, u.stated,
-            -- A 429 teaches the endpoint's rate again (acceptedRate.ts), once a second at most:
-            -- the rate accepted before it (this relay's view times the relays holding its
-            -- deliveries) or, paced, the pace less the share of it the receiver refused lately
-            -- (every relay sees the same share: its requests are a sample of all of them), the
-            -- lower; never below RATE_MOST_DECREASE of the pace. That is limited_at; the learnt
-            -- rate is RATE_DECREASE times it. Nothing to learn from without either.
+            -- A 429 teaches the endpoint's rate again (acceptedRate.ts), once a second at most.
+            -- Not paced yet: the rate it accepted before the 429, the sum of what each relay saw
+            -- (this relay's view and the others' reports of the last second, migration 040). Paced:
+            -- the pace less the share of it the receiver refused lately (every relay sees the same
+            -- share: its requests are a sample of all of them), or, when this relay is the only one
+            -- sending there, what it saw accepted, the lower; never below RATE_MOST_DECREASE of the pace.
+            -- That is limited_at; the learnt rate is RATE_DECREASE times it. Nothing to learn from
+            -- without either.
             u.limited AND (s.learned_at IS NULL OR s.learned_at <= now() - ${RATE_RELEARN_SECONDS} * interval '1 second')
               AND (u.accepted IS NOT NULL OR s.learned_rate_per_second IS NOT NULL) AS relearn,
+            s.learned_rate_per_second IS NULL OR u.limited_share IS NULL AS from_reports,
+            u.accepted,
+            ${REPORTED} AS reported,
+            -- A rate learnt from reports in the last second is raised by the first report of each
+            -- other relay since: the others' 429s come in the same second, each with its own view.
+            u.limited AND u.accepted IS NOT NULL AND s.learned_from_reports
+              AND s.learned_at > now() - ${RATE_RELEARN_SECONDS} * interval '1 second'
+              AND NOT EXISTS (SELECT 1 FROM outbound_rate_reports r
+                              WHERE r.subscription_id = s.id AND r.relay_id = $31::uuid AND r.reported_at >= s.learned_at)
+              -- Raised only: a report read before another relay's raise committed may miss that one.
+              AND ${REPORTED} > s.limited_at_rate_per_second AS refine,
             LEAST(10000, GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_MOST_DECREASE} * COALESCE(${grownRate("s", "now()")}, 0), CASE
               WHEN s.learned_rate_per_second IS NOT NULL AND u.limited_share IS NOT NULL
-                THEN LEAST((1 - u.limited_share) * ${grownRate("s", "now()")}, COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
-                                       WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8))
-              ELSE LEAST(
-                COALESCE(u.accepted * (SELECT GREATEST(1, count(*)) FROM outbound_relay_holds h
-                                       WHERE h.subscription_id = s.id AND h.held > 0 AND h.expires_at > now()), 'Infinity'::float8),
-                COALESCE(${grownRate("s", "now()")}, 'Infinity'::float8))
+                THEN LEAST((1 - u.limited_share) * ${grownRate("s", "now()")}, COALESCE(CASE WHEN ${ALONE} THEN u.accepted END, 'Infinity'::float8))
+              ELSE LEAST(COALESCE(${REPORTED}, 'Infinity'::float8), COALESCE(${grownRate("s", "now()")}, 'Infinity'::float8))
               END)) AS limited_at,
             CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures,
             -- Start of the current run of failures (the breaker's time window); NULL while none.
@@ -90,9 +119,12 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
        consecutive_failures = m.failures,
        failing_since = m.since,
        last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
-       learned_rate_per_second = CASE WHEN m.relearn THEN GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_DECREASE} * m.limited_at) ELSE s.learned_rate_per_second END,
-       limited_at_rate_per_second = CASE WHEN m.relearn THEN m.limited_at ELSE s.limited_at_rate_per_second END,
+       learned_rate_per_second = CASE WHEN m.relearn THEN GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_DECREASE} * m.limited_at)
+                                      WHEN m.refine THEN ${RATE_DECREASE} * LEAST(10000, m.reported) ELSE s.learned_rate_per_second END,
+       limited_at_rate_per_second = CASE WHEN m.relearn THEN m.limited_at WHEN m.refine THEN LEAST(10000, m.reported) ELSE s.limited_at_rate_per_second END,
+       -- A raise keeps the time learnt: the climb from it goes on (acceptedRate.ts, grownRate).
        learned_at = CASE WHEN m.relearn THEN now() ELSE s.learned_at END,
+       learned_from_reports = CASE WHEN m.relearn THEN m.from_reports ELSE s.learned_from_reports END,
        stated_rate_per_second = COALESCE(m.stated, s.stated_rate_per_second),
        -- A 429 or Retry-After slows the endpoint itself: no claims for it until then (issue 15).
        throttled_until = CASE WHEN m.throttle > 0 THEN GREATEST(s.throttled_until, now() + m.throttle * interval '1 second') ELSE s.throttled_until END,
@@ -114,6 +146,17 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      FROM m
      WHERE s.id = m.id
      RETURNING s.id, m.old_status, s.status, CASE WHEN s.throttled_until > now() THEN extract(epoch FROM s.throttled_until) * 1000 END AS held_until
+   ),
+   -- This relay's view of what each endpoint that answered it 429 accepted ($31: its id; none for a
+   -- listener's attempts, which move no endpoint's rate). From health's rows, so the endpoint's row
+   -- is locked first, as every writer of both locks them.
+   reports AS (
+     INSERT INTO outbound_rate_reports (subscription_id, relay_id, accepted_per_second, reported_at)
+     SELECT m.id, $31::uuid, m.accepted, now()
+     FROM health JOIN m ON m.id = health.id
+     WHERE $31::uuid IS NOT NULL AND m.accepted IS NOT NULL AND m.reported IS NOT NULL
+     ON CONFLICT (subscription_id, relay_id) DO UPDATE
+       SET accepted_per_second = excluded.accepted_per_second, reported_at = excluded.reported_at
    ),
    c AS (
      SELECT c.*,
@@ -236,7 +279,7 @@ export async function releaseNext(q: Queryable, keys: readonly { subscriptionId:
  * nothing else may wait on the same rows in another order: an operator's resume touches only
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
  */
-export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy, options: { endpointHealth?: boolean; inlineFirstAttempts?: boolean } = {}): Promise<CompletionResult> {
+export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy, options: { endpointHealth?: boolean; inlineFirstAttempts?: boolean; relayId?: string } = {}): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [], holds: [] };
   // A batch with ordered deliveries moves keys on and then makes their next deliveries due: two
   // statements that must commit together (or a crash between them would leave a key stuck).
@@ -284,6 +327,7 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
       completions.map((c) => (c.outcome.requestHeaders ? JSON.stringify(c.outcome.requestHeaders) : null)),
       updates.map((u) => u.limitedShare),
       options.inlineFirstAttempts !== false,
+      options.relayId ?? null,
     ],
   );
   const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));
