@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Database } from "../../shared/db/port.js";
 import { createRelay, createSubscription, enqueueMany } from "../../shared/outbound/index.js";
-import { claimDueDeliveries, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
+import { claimDueDeliveries, FAILING_ONE_AT_A_TIME_AFTER, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
 import { createTransport, type Transport } from "../../shared/outbound/transport.js";
 import { describeEachBackend } from "../support/databases.js";
 import { countDelivered, expectEachSentOnceUnlessRetried } from "./support/atLeastOnce.js";
@@ -212,5 +212,31 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
       return got.length > 0 ? got : null;
     }, 10_000, 50);
     expect(taken).toHaveLength(1);
+  });
+
+  it(`an endpoint failing ${FAILING_ONE_AT_A_TIME_AFTER} times in a row gets one attempt at a time across every relay, until one succeeds`, async () => {
+    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/failing", eventTypes: ["*"] });
+    await ctx.db.transaction((tx) => enqueueMany(tx, events("failing", 20)));
+    const failures = (n: number) => ctx.db.query("UPDATE outbound_subscriptions SET consecutive_failures = $2 WHERE id = $1", [sub.id, n]);
+    const [a, b] = [randomUUID(), randomUUID()];
+    const claim = (relayId: string, done?: Map<string, number>) =>
+      leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), relayId, perSubscription: 10, done }));
+    // One failure short: as many as the claim's share.
+    await failures(FAILING_ONE_AT_A_TIME_AFTER - 1);
+    const before = await claim(a);
+    expect(before.length).toBeGreaterThan(1);
+    await failures(FAILING_ONE_AT_A_TIME_AFTER);
+    // A still holds what it claimed: nothing more for anyone.
+    expect(await claim(b)).toHaveLength(0);
+    // A finished them all (failed): its next claim takes one, B none beside it.
+    expect(await claim(a, new Map([[sub.id, before.length]]))).toHaveLength(1);
+    expect(await claim(b)).toHaveLength(0);
+    // That one finished too, and B claims: one, then A none.
+    await leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, { limit: 0, leaseSeconds: 60, leaseToken: randomUUID(), relayId: a, done: new Map([[sub.id, 1]]) }));
+    expect(await claim(b)).toHaveLength(1);
+    expect(await claim(a)).toHaveLength(0);
+    // A success sets the count back to 0 (completeDeliveries): the cap is gone.
+    await failures(0);
+    expect((await claim(a)).length).toBeGreaterThan(1);
   });
 });
