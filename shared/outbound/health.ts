@@ -37,10 +37,6 @@ export interface HealthUpdate {
   succeeded: boolean;
   /** Failures after the last success (or all of them when none succeeded). */
   failures: number;
-  /** At least one attempt got an HTTP answer (any status): the count of unanswered ones restarts from `unanswered`. */
-  answered: boolean;
-  /** Failed attempts that got no answer (timeouts, refused or broken connections) after the last answer, or all of them when none was answered. */
-  unanswered: number;
   /** The endpoint answered 410 Gone. */
   gone: boolean;
   /**
@@ -112,16 +108,10 @@ export function summariseHealth(completions: readonly Completion[]): HealthUpdat
     const id = c.delivery.subscriptionId;
     let u = bySub.get(id);
     if (!u) {
-      u = { subscriptionId: id, succeeded: false, failures: 0, answered: false, unanswered: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, limitedShare: null };
+      u = { subscriptionId: id, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, limitedShare: null };
       bySub.set(id, u);
     }
     u.throttleSeconds = Math.max(u.throttleSeconds, throttleOf(c));
-    if (c.outcome.status !== null) {
-      u.answered = true;
-      u.unanswered = 0;
-    } else if (c.outcome.result !== "delivered") {
-      u.unanswered += 1;
-    }
     u.statedPerSecond = c.outcome.rateLimit?.quotaPerSecond ?? u.statedPerSecond;
     if (c.outcome.status === 429) {
       // Not a failure, not a success: the breaker's count is left as it was. Only a 429 that

@@ -120,7 +120,7 @@ export async function updateSubscription(
     sets.push(`url = $${values.length}`);
     values.push(target.stored ? JSON.stringify(target.stored) : null);
     sets.push(`destination = $${values.length}::jsonb`);
-    sets.push("status = 'active'", "consecutive_failures = 0", "consecutive_unanswered = 0", "disabled_reason = NULL", "disabled_at = NULL", "next_probe_at = NULL");
+    sets.push("status = 'active'", "consecutive_failures = 0", "disabled_reason = NULL", "disabled_at = NULL", "next_probe_at = NULL");
   }
   const { rows } = await q.query<SubscriptionRow & { url_changed: boolean }>(
     `UPDATE outbound_subscriptions SET ${sets.join(", ")}, updated_at = now()

@@ -405,7 +405,7 @@ export async function enableSubscription(q: Queryable, id: string): Promise<Subs
   const { rows } = await q.query<SubscriptionRow>(
     // The cause is read by migration 020's trigger (an `endpoint.enabled` event, not `recovered`).
     `UPDATE outbound_subscriptions
-     SET status = 'active', consecutive_failures = 0, consecutive_unanswered = 0, disabled_reason = NULL, disabled_at = NULL,
+     SET status = 'active', consecutive_failures = 0, disabled_reason = NULL, disabled_at = NULL,
          next_probe_at = NULL, updated_at = now()
      WHERE id = $1 AND deleted_at IS NULL AND set_config('webhooks.health_cause', 'operator', true) = 'operator'
      RETURNING *`,

@@ -26,8 +26,7 @@ function completion(subscriptionId: string, kind: Kind, patch: { outcome?: Parti
 
 const batch = (sub: string, ...kinds: Kind[]) => kinds.map((k) => completion(sub, k));
 const update = (subscriptionId: string, patch: Partial<HealthUpdate>): HealthUpdate => ({
-  // Every kind above got an HTTP answer (200, 410, 503).
-  subscriptionId, succeeded: false, failures: 0, answered: true, unanswered: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, limitedShare: null, ...patch,
+  subscriptionId, succeeded: false, failures: 0, gone: false, throttleSeconds: 0, probeSucceeded: false, rateLimited: false, acceptedPerSecond: null, statedPerSecond: null, limitedShare: null, ...patch,
 });
 
 describe("summariseHealth", () => {
@@ -93,21 +92,6 @@ describe("summariseHealth", () => {
       completion(sub, "fail", { outcome: { status, retryAfterSeconds: seconds }, decision: { delaySeconds: seconds ?? 7 } });
     const updates = summariseHealth([asked("a", 30), asked("a", 5), completion("a", "ok"), asked("b", null, 429), asked("b", null), asked("c", 2), asked("c", 9)]);
     expect(updates.map((u) => [u.subscriptionId, u.throttleSeconds])).toEqual([["a", 30], ["b", 1], ["c", 9]]);
-  });
-
-  it("counts the failed attempts that got no answer since the last answer of any status", () => {
-    const unanswered = (sub: string) => completion(sub, "fail", { outcome: { status: null, errorClass: "timeout" } });
-    const errorAnswer = (sub: string) => completion(sub, "fail");
-    const updates = summariseHealth([
-      unanswered("a"), unanswered("a"), unanswered("a"),
-      unanswered("b"), errorAnswer("b"), unanswered("b"),
-      unanswered("c"), completion("c", "ok"),
-    ]);
-    expect(updates).toEqual([
-      update("a", { failures: 3, answered: false, unanswered: 3 }),
-      update("b", { failures: 3, answered: true, unanswered: 1 }),
-      update("c", { succeeded: true, failures: 0, answered: true, unanswered: 0 }),
-    ]);
   });
 
   it("a 429 that teaches no rate (a paced endpoint, too few 429s seen) still holds as asked, and learns nothing", () => {

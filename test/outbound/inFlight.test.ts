@@ -7,12 +7,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Database } from "../../shared/db/port.js";
 import { createRelay, createSubscription, enqueueMany } from "../../shared/outbound/index.js";
-import { claimDueDeliveries, FAILING_ONE_AT_A_TIME_AFTER, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
-import { createTransport, type DeliveryOutcome, type Transport } from "../../shared/outbound/transport.js";
-import { completeDeliveries } from "../../shared/outbound/sql/completeDeliveries.js";
-import { decideNext } from "../../shared/outbound/decide.js";
-import { DEFAULT_RETRY_POLICY } from "../../shared/outbound/retryPolicy.js";
-import { DEFAULT_HEALTH_POLICY } from "../../shared/outbound/health.js";
+import { claimDueDeliveries, leaseWrite } from "../../shared/outbound/sql/claimDeliveries.js";
+import { createTransport, type Transport } from "../../shared/outbound/transport.js";
 import { describeEachBackend } from "../support/databases.js";
 import { countDelivered, expectEachSentOnceUnlessRetried } from "./support/atLeastOnce.js";
 import { relayFleet } from "./support/relayFleet.js";
@@ -216,53 +212,5 @@ describeEachBackend("in-flight limits and fair claims", (ctx) => {
       return got.length > 0 ? got : null;
     }, 10_000, 50);
     expect(taken).toHaveLength(1);
-  });
-
-  it("the completion counts an endpoint's attempts in a row that got no answer; any answer sets the count back to 0", async () => {
-    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/unanswered", eventTypes: ["*"] });
-    await ctx.db.transaction((tx) => enqueueMany(tx, events("unanswered", 6)));
-    const unanswered = async () => Number((await ctx.db.query<{ n: number }>("SELECT consecutive_unanswered AS n FROM outbound_subscriptions WHERE id = $1", [sub.id])).rows[0]!.n);
-    const relayId = randomUUID();
-    let done = 0;
-    const finish = async (outcome: DeliveryOutcome, n = 1) => {
-      const claimed = await leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, {
-        limit: n, leaseSeconds: 60, leaseToken: randomUUID(), perSubscription: n, relayId, done: new Map([[sub.id, done]]),
-      }));
-      expect(claimed).toHaveLength(n);
-      done = n;
-      await completeDeliveries(ctx.db, claimed.map((delivery) => ({ delivery, outcome, decision: decideNext(delivery, outcome, DEFAULT_RETRY_POLICY) })), DEFAULT_HEALTH_POLICY);
-    };
-    const timeout: DeliveryOutcome = { result: "retryable", status: null, latencyMs: 3000, errorClass: "timeout", responseExcerpt: null, retryAfterSeconds: null };
-    await finish(timeout, 2);
-    await finish(timeout);
-    expect(await unanswered()).toBe(3);
-    await finish({ result: "retryable", status: 503, latencyMs: 2, errorClass: "http_5xx", responseExcerpt: null, retryAfterSeconds: null });
-    expect(await unanswered()).toBe(0);
-  });
-
-  it(`an endpoint that did not answer ${FAILING_ONE_AT_A_TIME_AFTER} attempts in a row gets one attempt at a time across every relay, until it answers`, async () => {
-    const sub = await createSubscription(ctx.db, { url: "http://127.0.0.1:9/failing", eventTypes: ["*"] });
-    await ctx.db.transaction((tx) => enqueueMany(tx, events("failing", 20)));
-    const failures = (n: number) => ctx.db.query("UPDATE outbound_subscriptions SET consecutive_failures = $2, consecutive_unanswered = $2 WHERE id = $1", [sub.id, n]);
-    const [a, b] = [randomUUID(), randomUUID()];
-    const claim = (relayId: string, done?: Map<string, number>) =>
-      leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, { limit: 10, leaseSeconds: 60, leaseToken: randomUUID(), relayId, perSubscription: 10, done }));
-    // One failure short: as many as the claim's share.
-    await failures(FAILING_ONE_AT_A_TIME_AFTER - 1);
-    const before = await claim(a);
-    expect(before.length).toBeGreaterThan(1);
-    await failures(FAILING_ONE_AT_A_TIME_AFTER);
-    // A still holds what it claimed: nothing more for anyone.
-    expect(await claim(b)).toHaveLength(0);
-    // A finished them all (failed): its next claim takes one, B none beside it.
-    expect(await claim(a, new Map([[sub.id, before.length]]))).toHaveLength(1);
-    expect(await claim(b)).toHaveLength(0);
-    // That one finished too, and B claims: one, then A none.
-    await leaseWrite(ctx.db, (tx) => claimDueDeliveries(tx, { limit: 0, leaseSeconds: 60, leaseToken: randomUUID(), relayId: a, done: new Map([[sub.id, 1]]) }));
-    expect(await claim(b)).toHaveLength(1);
-    expect(await claim(a)).toHaveLength(0);
-    // Failing with answers (a 503 each) is no reason: the cap is the unanswered attempts'.
-    await ctx.db.query("UPDATE outbound_subscriptions SET consecutive_failures = 10, consecutive_unanswered = 0 WHERE id = $1", [sub.id]);
-    expect((await claim(a)).length).toBeGreaterThan(1);
   });
 });

@@ -221,19 +221,6 @@ const LOCK_DUE_SUBSCRIPTIONS = prepared("outbound_claim_lock", lockDue("s.id <> 
 const LOCK_LISTED_SUBSCRIPTIONS = prepared("outbound_claim_lock_listed", lockDue("s.id = ANY ($1::text[])"));
 
 /**
- * After this many consecutive failed attempts that got no answer (timeouts, refused or broken
- * connections: migration 041), an endpoint gets one attempt at a time across every relay sharing
- * the database, until it answers (any status: the completion writing it sets the count back to 0).
- * Each relay's adaptive limit already drops to 1 at a timeout (adaptiveConcurrency.ts), but each
- * relay learns that on its own: with four relays, 100 hanging endpoints still had 400 attempts open
- * at each 3 s wave of timeouts, their aborts and new connections all at once, where one relay had
- * 100 (bench/isolation.ts). An endpoint answering with errors (a 503, a 422) costs its relays
- * little and is left to the backoff and the breaker. Three, not one: one lost connection now and
- * then is no hanging endpoint.
- */
-export const FAILING_ONE_AT_A_TIME_AFTER = 3;
-
-/**
  * The claim proper, for the subscriptions the first statement locked ($5). Parameters: $1 most rows,
  * $2 lease token, $3 lease seconds, $4 relay id, $6 default max_in_flight, $7 default share of one
  * subscription in this claim, $8/$9 this relay's own share per subscription, $10/$11 deliveries this
@@ -258,8 +245,7 @@ const CLAIM_DUE = prepared("outbound_claim_due", `WITH done AS (
    ),
    room AS (
      SELECT s.id, LEAST(
-         -- An endpoint not answering: one attempt at a time, across every relay (FAILING_ONE_AT_A_TIME_AFTER).
-         LEAST(COALESCE(s.max_in_flight, $6::int), CASE WHEN s.consecutive_unanswered >= ${FAILING_ONE_AT_A_TIME_AFTER} THEN 1 END) - COALESCE((
+         COALESCE(s.max_in_flight, $6::int) - COALESCE((
            SELECT sum(CASE WHEN h.relay_id = $4::uuid THEN h.held - COALESCE((SELECT done.n FROM done WHERE done.id = s.id), 0) ELSE h.held END)
            FROM outbound_relay_holds h
            WHERE h.subscription_id = s.id AND h.expires_at > now()

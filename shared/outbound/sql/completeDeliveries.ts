@@ -31,7 +31,7 @@ const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\
 
 /**
  * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29, this relay $31, answers $32–$33), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29, this relay $31), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
  * were updated and which subscriptions were written.
  */
 /**
@@ -55,8 +55,8 @@ const ALONE = `(NOT EXISTS (SELECT 1 FROM outbound_relay_holds h
                        WHERE r.subscription_id = s.id AND r.relay_id IS DISTINCT FROM $31::uuid AND r.reported_at > now() - interval '10 seconds'))`;
 
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
-     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[], $29::float8[], $32::bool[], $33::int[])
-       AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated, limited_share, answered, unanswered)
+     SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[], $29::float8[])
+       AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated, limited_share)
    ),
    n AS (
      SELECT s.id, u.succeeded, u.gone, u.throttle, u.probe_ok, s.status AS old_status, u.stated,
@@ -87,9 +87,6 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
               ELSE LEAST(COALESCE(${REPORTED}, 'Infinity'::float8), COALESCE(${grownRate("s", "now()")}, 'Infinity'::float8))
               END)) AS limited_at,
             CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END AS failures,
-            -- Never above the failures (an unanswered attempt is a failure; a success is an answer),
-            -- so a row with any is written whenever it has failures (the WHERE below).
-            CASE WHEN u.answered THEN u.unanswered ELSE s.consecutive_unanswered + u.unanswered END AS unanswered,
             -- Start of the current run of failures (the breaker's time window); NULL while none.
             CASE WHEN (CASE WHEN u.succeeded THEN u.failures ELSE s.consecutive_failures + u.failures END) = 0 THEN NULL
                  WHEN u.succeeded OR s.failing_since IS NULL THEN now()
@@ -120,7 +117,6 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      UPDATE outbound_subscriptions s SET
        status = m.new_status,
        consecutive_failures = m.failures,
-       consecutive_unanswered = m.unanswered,
        failing_since = m.since,
        last_failure_at = CASE WHEN m.failures > 0 OR m.gone THEN now() ELSE s.last_failure_at END,
        learned_rate_per_second = CASE WHEN m.relearn THEN GREATEST(${RATE_FLOOR_PER_SECOND}, ${RATE_DECREASE} * m.limited_at)
@@ -332,8 +328,6 @@ export async function completeDeliveries(db: Queryable | Database, completions: 
       updates.map((u) => u.limitedShare),
       options.inlineFirstAttempts !== false,
       options.relayId ?? null,
-      updates.map((u) => u.answered),
-      updates.map((u) => u.unanswered),
     ],
   );
   const moved = rows.filter((r) => r.kind === "key" && r.status === "delivered").map((r) => ({ subscriptionId: r.id, orderingKey: r.old_status! }));
