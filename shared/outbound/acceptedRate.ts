@@ -2,15 +2,16 @@
  * Learning the rate a rate-limited receiver accepts (issue 28; docs/outbound.md, "Rate-limited
  * receivers"). The model, in the database so every relay sharing it paces the endpoint together:
  * - a 429 says we went faster than the endpoint accepts. The completion write takes the rate it
- *   came at (paced: the pace less the share of it refused lately; not paced yet: the successes per
- *   second this relay saw, times the relays holding its deliveries; never below RATE_MOST_DECREASE
- *   of the pace) and sets the endpoint's learnt rate to RATE_DECREASE × it; at most once per
- *   RATE_RELEARN_SECONDS (429s of requests already sent at the old pace are one signal, as TCP
- *   takes one reduction per window);
+ *   came at (paced: the pace less the share of it refused lately, or this relay's successes per
+ *   second when it sends there alone; not paced yet: the successes per second each relay saw,
+ *   added up from their reports; never below RATE_MOST_DECREASE of the pace) and sets the
+ *   endpoint's learnt rate to RATE_DECREASE × it; at most once per RATE_RELEARN_SECONDS (429s of
+ *   requests already sent at the old pace are one signal, as TCP takes one reduction per window),
+ *   but a rate learnt from reports is raised by the other relays' reports in the second after it;
  * - the claim paces the endpoint through the rate limiter's slots (sql/claimDeliveries.ts) at the
  *   learnt rate grown since it was learnt: quickly (RATE_RECOVERY_GROWTH) back to RATE_RECOVER_SHARE
- *   of the rate the 429 came at, then by RATE_PROBE_GROWTH per second, probing upwards slowly,
- *   until the next 429 sets it again;
+ *   of the rate the 429 came at, then probing upwards, slowly at first (RATE_PROBE_GROWTH) and
+ *   faster the longer no 429 comes (RATE_PROBE_SPEEDUP_SECONDS), until the next 429 sets it again;
  * - a 429 holds the endpoint (its Retry-After) only when the receiver refuses most requests
  *   (RATE_REFUSING_SHARE); the delivery that got it waits its Retry-After in any case;
  * - a quota the receiver states (RateLimit-Policy: q per w seconds) caps the pace at

@@ -30,11 +30,6 @@ export interface CompletionResult {
 const clean = (s: string | null) => (s === null ? null : s.replace(/\u0000/g, "\uFFFD"));
 
 /**
- * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
- * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29, this relay $31), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
- * were updated and which subscriptions were written.
- */
-/**
  * SQL: what endpoint `s` accepted lately as every relay saw it at a 429: this relay's view (u) and
  * the last reports of the others ($31 is this relay) in the window successes are counted over.
  * NULL for a row without a 429 and a view (nothing is looked up for it).
@@ -54,6 +49,11 @@ const ALONE = `(NOT EXISTS (SELECT 1 FROM outbound_relay_holds h
        AND NOT EXISTS (SELECT 1 FROM outbound_rate_reports r
                        WHERE r.subscription_id = s.id AND r.relay_id IS DISTINCT FROM $31::uuid AND r.reported_at > now() - interval '10 seconds'))`;
 
+/**
+ * The batch in one statement (one round trip, one commit, whatever its size): the subscriptions'
+ * health ($1–$7, throttle $21, window $22, probe successes $23, rate learning $24–$26, $29, this relay $31), then the delivery state and attempt log ($8–$20, 429s $27, request headers $28, inline first attempts $30). Its rows say which deliveries
+ * were updated and which subscriptions were written.
+ */
 const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::bool[], $21::float8[], $23::bool[], $24::bool[], $25::float8[], $26::float8[], $29::float8[])
        AS u(id, succeeded, failures, gone, throttle, probe_ok, limited, accepted, stated, limited_share)
@@ -278,6 +278,8 @@ export async function releaseNext(q: Queryable, keys: readonly { subscriptionId:
  * row the UPDATE skips. (Sub-statements of one statement run in no set order, which is why
  * nothing else may wait on the same rows in another order: an operator's resume touches only
  * deliveries no lease holds, and a lease renewal skips rows locked by a write.)
+ * `relayId`: the writing relay's id in outbound_relay_holds; its 429s report what it saw the
+ * endpoint accept under it (migration 040). Without one nothing is reported.
  */
 export async function completeDeliveries(db: Queryable | Database, completions: readonly Completion[], health: HealthPolicy, options: { endpointHealth?: boolean; inlineFirstAttempts?: boolean; relayId?: string } = {}): Promise<CompletionResult> {
   if (completions.length === 0) return { accepted: [], stale: [], cancelled: [], transitions: [], holds: [] };
