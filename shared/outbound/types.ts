@@ -74,9 +74,10 @@ export interface Completion {
   /** For a 429: the share of 429s among this relay's answers from the endpoint lately (acceptedRate.ts). */
   limitedShare?: number;
   /**
-   * For a 429: false when it teaches no rate: the endpoint was paced already and this relay has
-   * seen fewer than ACCEPTED_MIN_SAMPLE 429s from it lately, too few to measure the share of its
-   * pace refused (acceptedRate.ts). Absent: it teaches.
+   * For a 429: false when it teaches no rate: the delivery was paced (it had a slot: a learnt,
+   * stated or configured rate) and this relay has seen fewer than ACCEPTED_MIN_SAMPLE 429s from
+   * the endpoint lately, too few to measure the share of its pace refused (acceptedRate.ts).
+   * Absent: it teaches.
    */
   teaches?: boolean;
 }

@@ -154,7 +154,8 @@ const COMPLETE_BATCH = prepared("outbound_complete_batch", `WITH u AS (
      INSERT INTO outbound_rate_reports (subscription_id, relay_id, accepted_per_second, reported_at)
      SELECT m.id, $31::uuid, m.accepted, now()
      FROM health JOIN m ON m.id = health.id
-     WHERE $31::uuid IS NOT NULL AND m.accepted IS NOT NULL AND m.reported IS NOT NULL
+     -- reported: NULL unless this batch had a 429 and a view of what came before it.
+     WHERE $31::uuid IS NOT NULL AND m.reported IS NOT NULL
      ON CONFLICT (subscription_id, relay_id) DO UPDATE
        SET accepted_per_second = excluded.accepted_per_second, reported_at = excluded.reported_at
    ),
